@@ -1,0 +1,27 @@
+// bindings.hpp — the register_<area> functions of the _core module and the
+// helpers they share.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <utility>
+#include <vector>
+
+namespace timerlab::bindings {
+
+namespace py = pybind11;
+
+void register_wheel(py::module_& m);
+void register_ftrace(py::module_& m);
+
+// A NumPy array that takes ownership of `v`'s buffer without copying: the
+// array's base is a capsule that deletes the vector.
+template <class T>
+py::array_t<T> to_numpy(std::vector<T>&& v) {
+  auto* owner = new std::vector<T>(std::move(v));
+  py::capsule base(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>({static_cast<py::ssize_t>(owner->size())}, {sizeof(T)}, owner->data(), base);
+}
+
+}  // namespace timerlab::bindings
