@@ -1,6 +1,7 @@
 // standalone_wheel.cpp — see standalone_wheel.hpp.
 #include "timerlab/standalone_wheel.hpp"
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -53,18 +54,28 @@ void StandaloneWheel::trace_timer_cancel(TimerBase&, TimerId t) {
 std::size_t StandaloneWheel::run(jiffies_t j, bool one_collection, const ExpireFn& on_expire) {
   set_jiffies(j);
   std::size_t n = 0;
+  // A throwing callback must not leave collected timers stranded: the run
+  // completes without further callbacks and the first error is rethrown.
+  std::exception_ptr error;
   auto expire = [&](TimerId t, jiffies_t baseclk) {
     ++n;
     // The kernel logs the detach of an expiring timer as timer_cancel.
     trace_timer_cancel(base_, t);
     events_.push_back({WheelEventKind::timer_expire_entry, t, jiffies_, pool_[t].expires, baseclk, pool_[t].idx()});
-    if (on_expire) on_expire(t, baseclk);
+    if (on_expire && !error) {
+      try {
+        on_expire(t, baseclk);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
   };
   if (one_collection) {
     if (base_.running_timer() == kNoTimer) base_.run_one_collection(jiffies_, expire);
   } else {
     base_.run_timers(jiffies_, expire);
   }
+  if (error) std::rethrow_exception(error);
   return n;
 }
 

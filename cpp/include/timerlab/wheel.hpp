@@ -100,8 +100,15 @@ constexpr WheelIndex calc_index(jiffies_t expires, unsigned lvl) {
 // level's capacity.
 constexpr WheelIndex calc_wheel_index(jiffies_t expires, jiffies_t clk, unsigned depth) {
   const jiffies_t delta = expires - clk;
-  for (unsigned lvl = 0; lvl + 1 < depth; ++lvl) {
-    if (delta < LVL_START(lvl + 1)) return calc_index(expires, lvl);
+  if (delta < LVL_START(depth - 1)) {
+    // The kernel tests the level boundaries one by one; counting the
+    // boundaries below delta gives the same level without a branch per
+    // level, which matters because timeouts of mixed sizes make those
+    // branches unpredictable. A fixed count of boundaries is safe for both
+    // depths: boundaries at or above LVL_START(depth - 1) never count here.
+    unsigned lvl = 0;
+    for (unsigned n = 1; n + 2 <= LVL_DEPTH_MAX; ++n) lvl += delta >= LVL_START(n) ? 1u : 0u;
+    return calc_index(expires, lvl);
   }
   if (static_cast<std::int64_t>(delta) < 0) return {static_cast<unsigned>(clk & LVL_MASK), clk};
   if (delta >= WHEEL_TIMEOUT_CUTOFF(depth)) expires = clk + WHEEL_TIMEOUT_MAX(depth);
@@ -270,8 +277,11 @@ bool TimerBase::run_one_collection(jiffies_t jiffies, Expire&& expire) {
   int levels = collect_expired_timers();
   clk_ += 1;  // callbacks run with clk one ahead of jiffies
   timer_recalc_next_expiry();
-  const jiffies_t baseclk = clk_ - 1;
   while (levels-- > 0) {
+    // Read per list, as expire_timers does: a callback of a higher level's
+    // list that re-arms a timer forwards clk, and the traced baseclk of the
+    // lists after it shows that (seen in real 6.18 traces).
+    const jiffies_t baseclk = clk_ - 1;
     const unsigned list = WHEEL_SIZE_MAX + static_cast<unsigned>(levels);
     while (heads_[list] != kNoTimer) {
       const TimerId t = heads_[list];

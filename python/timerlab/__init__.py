@@ -1,0 +1,19 @@
+"""timerlab: a simulator of the Linux kernel's timer subsystem.
+
+Public API (see DESIGN.md): ``calc_wheel_index``, ``TimerWheel``,
+``read_ftrace`` / ``Trace``.
+"""
+from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_constants
+from .trace import Trace, TraceFormatError, read_ftrace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "TimerWheel",
+    "Trace",
+    "TraceFormatError",
+    "calc_wheel_index",
+    "parse_timer_flags",
+    "read_ftrace",
+    "wheel_constants",
+]

@@ -1,0 +1,361 @@
+"""How closely timerlab's timer wheel agrees with what a real kernel recorded.
+
+``wheel_replay(trace)`` checks the wheel model (kernel/time/timer.c) against
+every ``timer_start`` and ``timer_expire_entry`` of a trace: the kernel printed
+the bucket index and bucket expiry it computed at each enqueue, and the
+collection clock (``baseclk``) at each expiry; timerlab recomputes them.
+
+Two recomputations are reported for each timer_start:
+
+* ``*_at_jiffies``: with the base clock equal to jiffies at the enqueue
+  (``expires - timeout``), which is what the base of a running CPU has;
+* ``*_replayed``: with the clock of a replay of that base. Every base (CPU x
+  LOCAL/GLOBAL/DEF, from the timer's ``cpu=`` and flags) is rebuilt as a
+  :class:`~timerlab.TimerWheel` fed with the trace's own events, in order:
+  timer starts and cancels; expiries, collecting bucket by bucket as
+  ``__run_timers`` catches up, so that callbacks re-arming timers see the
+  clock the kernel had; the TIMER softirq, where a base whose stale
+  next_expiry is due runs an empty collection; and each idle entry, where
+  the idle path refreshes and forwards the LOCAL and GLOBAL bases
+  (fetch_next_timer_interrupt; the DEF base is left alone). The jiffies
+  value at events that do not print it comes from the tick: jiffies ==
+  monotonic ns // TICK_NSEC + a constant, read off the trace.
+
+The kernel forwards a base's clock only up to its first due bucket, so a base
+holding an expired bucket not yet run (typically the DEF base of an idle CPU:
+deferrable timers do not wake it) places new timers from a clock behind
+jiffies. Each placement row says which case it is (``explanation``): ``clk ==
+jiffies``; ``lagging clk reproduced by replay`` with the clock used; ``lagging
+clk inferred`` with the range of clocks that give the kernel's answer when the
+replay could not know the base (timers armed before the trace began); or
+``UNEXPLAINED``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._validate import check_hz
+from .wheel import TimerWheel, calc_wheel_index
+
+__all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]
+
+_CPU_IDLE_EXIT = 4294967295
+_U64 = 1 << 64
+_EVENTS = ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit", "cpu_idle",
+           "softirq_entry", "hrtimer_expire_entry")
+
+
+def base_of_flags(flags) -> str:
+    """Timer base a timer with these trace flags goes to (kernel >= 6.9, reference §2.2)."""
+    letters = set(filter(None, str(flags or "").split("|")))
+    if "D" in letters:
+        return "DEF"
+    return "LOCAL" if "P" in letters else "GLOBAL"
+
+
+@dataclass
+class WheelReplay:
+    """Result of :func:`wheel_replay`: one row per timer_start, one per expiry."""
+
+    placement: pd.DataFrame
+    expiries: pd.DataFrame
+
+    @property
+    def placement_agreement(self) -> float:
+        return float(self.placement["agrees"].mean()) if len(self.placement) else 1.0
+
+    @property
+    def expiry_agreement(self) -> float:
+        known = self.expiries["baseclk_replayed"].notna()
+        return float(self.expiries.loc[known, "agrees"].mean()) if known.any() else 1.0
+
+
+class _Bases:
+    """The replayed bases of one trace, keyed by (cpu, "LOCAL"|"GLOBAL"|"DEF")."""
+
+    def __init__(self, hz: int):
+        self.hz = hz
+        self.wheels: dict[tuple, TimerWheel] = {}
+        self.where: dict[int, tuple] = {}  # timer pointer -> (base key, wheel timer id)
+        self.ids: dict[tuple, int] = {}  # (pointer, base key) -> wheel timer id
+        self.ptr_of: dict[tuple, int] = {}  # (base key, wheel timer id) -> pointer
+        # Timers collected for expiry whose timer_expire_entry is still to
+        # come: pointer -> (base key, collection number, level). The kernel
+        # reads baseclk when it starts a level's list, after the callbacks of
+        # the lists before it (which may have forwarded clk by re-arming), so
+        # the replay fixes a list's baseclk when its first timer is traced.
+        self.collected: dict[int, tuple] = {}
+        self.list_baseclk: dict[tuple, int] = {}
+        self.collections = 0
+
+    def _wheel(self, key, jiffies):
+        w = self.wheels.get(key)
+        if w is None:
+            w = self.wheels[key] = TimerWheel(hz=self.hz, clk=jiffies)
+            w.jiffies = jiffies
+        elif jiffies > w.jiffies:
+            w.jiffies = jiffies
+        return w
+
+    def start(self, ptr, key, expires, jiffies):
+        """timer_start: arm on its base; returns (idx, bucket_expiry, clk used)."""
+        old = self.where.get(ptr)
+        if old is not None and old[0] != key:
+            self.wheels[old[0]].del_timer(old[1])
+        w = self._wheel(key, jiffies)
+        t = self.ids.get((ptr, key))
+        if t is None:
+            t = self.ids[(ptr, key)] = w.new_timer()
+            self.ptr_of[(key, t)] = ptr
+        w.mod_timer(t, expires)
+        self.where[ptr] = (key, t)
+        self.collected.pop(ptr, None)
+        info = w.timer(t)
+        return info["idx"], info["bucket_expiry_jiffies"], w.clk
+
+    def cancel(self, ptr):
+        loc = self.where.get(ptr)
+        if loc is not None:
+            self.wheels[loc[0]].del_timer(loc[1])
+
+    def expire(self, ptr, now):
+        """timer_expire_entry: run the timer's base one collection at a time
+        until the timer is collected; returns the traced baseclk or None."""
+        if ptr not in self.collected:
+            loc = self.where.get(ptr)
+            if loc is None or not self.wheels[loc[0]].timer(loc[1])["pending"]:
+                return None
+            w = self.wheels[loc[0]]
+            for _ in range(w.depth * 64):
+                if not self._collect(loc[0], now) or ptr in self.collected:
+                    break
+        if ptr not in self.collected:
+            return None
+        key, number, level = self.collected.pop(ptr)
+        return self.list_baseclk.setdefault((key, number, level), self.wheels[key].clk - 1)
+
+    def expire_unknown(self, cpu, now, baseclk):
+        """Expiry of a timer armed before the trace: it tells which collection
+        ran. The first base of the CPU (in the kernel's order LOCAL, GLOBAL,
+        DEF) whose first pending bucket is that baseclk collects it, with any
+        known timers in the same collection."""
+        for kind in ("LOCAL", "GLOBAL", "DEF"):
+            w = self.wheels.get((cpu, kind))
+            if w is not None and not w.next_expiry_recalc and w.next_expiry == baseclk <= now:
+                self._collect((cpu, kind), now)
+                return
+
+    def _collect(self, key, now) -> bool:
+        w = self.wheels[key]
+        batch = w.collect_next(max(now, w.jiffies))
+        if batch.empty:
+            return False
+        self.collections += 1
+        for wid, idx in zip(batch["timer"].tolist(), batch["idx"].tolist()):
+            self.collected[self.ptr_of[(key, wid)]] = (key, self.collections, idx // 64)
+        return True
+
+    def softirq(self, cpu, jiffies):
+        """TIMER softirq: run the empty collections of stale, due next_expiry values."""
+        for kind in ("LOCAL", "GLOBAL", "DEF"):
+            w = self.wheels.get((cpu, kind))
+            while w is not None and w.next_expiry_recalc and jiffies >= w.next_expiry and jiffies >= w.jiffies:
+                w.collect_next(jiffies)
+
+    def idle_entry(self, cpu, basej):
+        """Idle path: refresh and forward the LOCAL and GLOBAL bases to basej."""
+        for kind in ("LOCAL", "GLOBAL"):
+            w = self.wheels.get((cpu, kind))
+            if w is not None and basej >= w.jiffies:
+                w.jiffies = basej
+                w.next_timer_interrupt(basej)
+                w.forward(basej)
+
+
+def _column(ev: pd.DataFrame, name: str, fill=None) -> list:
+    """A column as a Python list, missing values as ``fill``."""
+    if name not in ev:
+        return [fill] * len(ev)
+    s = ev[name]
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        s = s.astype(object)
+    return s.to_numpy(dtype=object, na_value=fill).tolist()
+
+
+def _expiry_detaches(event, cpu, timer) -> set:
+    """Positions of timer_cancel lines that are the detach of an expiring timer
+    (the kernel logs an expiry as timer_cancel then timer_expire_entry of the
+    same timer on the same CPU; a plain delete has no expire_entry after it)."""
+    out, last_cancel = set(), {}
+    for i, e in enumerate(event):
+        if e == "timer_cancel":
+            last_cancel[cpu[i]] = i
+        elif e == "timer_expire_entry":
+            j = last_cancel.pop(cpu[i], None)
+            if j is not None and timer[j] == timer[i]:
+                out.add(j)
+        elif e in ("timer_start", "timer_expire_exit"):
+            last_cancel.pop(cpu[i], None)
+    return out
+
+
+def _is_tick(e, function) -> bool:
+    return e == "hrtimer_expire_entry" and str(function).startswith("tick_")
+
+
+def _tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
+    """jiffies - monotonic_ns // TICK_NSEC, read off pairs of a tick (whose
+    now= is monotonic ns) and the next timer_expire_entry (now= in jiffies);
+    the most common value wins. None when the trace lacks either event."""
+    last_tick, votes = None, {}
+    for i, e in enumerate(event):
+        if _is_tick(e, function[i]):
+            last_tick = now_ns[i] // tick_ns
+        elif e == "timer_expire_entry" and last_tick is not None:
+            off = now_jiffies[i] - last_tick
+            votes[off] = votes.get(off, 0) + 1
+    return max(votes, key=votes.get) if votes else None
+
+
+def wheel_replay(trace, *, hz: int = 250) -> WheelReplay:
+    """Replay the timer events of ``trace`` through timerlab's wheel model.
+
+    ``placement``: one row per timer_start with the kernel's idx and bucket
+    expiry, timerlab's at jiffies and replayed, ``agrees`` (replayed ==
+    kernel), ``clk_used``, ``clk_lag_jiffies`` and ``explanation``.
+    ``expiries``: one row per timer_expire_entry with the kernel's baseclk
+    and the replay's (NA where the timer was armed before the trace began).
+    """
+    hz = check_hz(hz)
+    ev = trace.events
+    ev = ev[ev["event"].isin(_EVENTS)]
+    event = _column(ev, "event")
+    cpu = _column(ev, "cpu")
+    timer = _column(ev, "timer")
+    expires = _column(ev, "expires_jiffies")
+    timeout = _column(ev, "timeout_jiffies")
+    now = _column(ev, "now_jiffies")
+    baseclk = _column(ev, "baseclk_jiffies")
+    now_ns = _column(ev, "now_ns")
+    state = _column(ev, "state")
+    flags = _column(ev, "flags", "")
+    base_cpu = _column(ev, "base_cpu")
+    action = _column(ev, "action", "")
+    function = _column(ev, "function", "")
+    tick_ns = 1_000_000_000 // hz
+    offset = _tick_jiffies_offset(event, function, now_ns, now, tick_ns)
+    detaches = _expiry_detaches(event, cpu, timer)
+
+    bases = _Bases(hz)
+    placed, expired = [], []
+    jiffies = None  # best known jiffies at the current event
+    for i, e in enumerate(event):
+        if e == "timer_start":
+            jiffies = (expires[i] - timeout[i]) % _U64
+            key = (base_cpu[i], base_of_flags(flags[i]))
+            placed.append(bases.start(timer[i], key, expires[i], jiffies))
+        elif e == "timer_cancel":
+            if i not in detaches:
+                bases.cancel(timer[i])
+        elif e == "timer_expire_entry":
+            jiffies = now[i]
+            if timer[i] not in bases.where and timer[i] not in bases.collected:
+                bases.expire_unknown(cpu[i], now[i], baseclk[i])
+            expired.append(bases.expire(timer[i], now[i]))
+        elif jiffies is None:
+            continue
+        elif _is_tick(e, function[i]):
+            if offset is not None:
+                jiffies = max(jiffies, now_ns[i] // tick_ns + offset)
+        elif e == "cpu_idle" and state[i] != _CPU_IDLE_EXIT:
+            bases.idle_entry(cpu[i], jiffies)
+        elif e == "softirq_entry" and action[i] == "TIMER":
+            bases.softirq(cpu[i], jiffies)
+
+    return WheelReplay(_placement_frame(ev, placed, hz), _expiry_frame(ev, expired))
+
+
+def wheel_placement(trace, *, hz: int = 250) -> pd.DataFrame:
+    """The ``placement`` table of :func:`wheel_replay`."""
+    return wheel_replay(trace, hz=hz).placement
+
+
+def _placement_frame(ev: pd.DataFrame, placed: list, hz: int) -> pd.DataFrame:
+    s = ev[ev["event"] == "timer_start"]
+    expires = s["expires_jiffies"].to_numpy(dtype=np.uint64)
+    jiffies = expires - s["timeout_jiffies"].to_numpy(dtype=np.int64).astype(np.uint64)
+    out = pd.DataFrame({
+        "line": s["line"].to_numpy(),
+        "ts_ns": s["ts_ns"].to_numpy(),
+        "cpu": s["cpu"].to_numpy(),
+        "timer": s["timer"].to_numpy(dtype=np.uint64),
+        "function": s["function"].astype(str).to_numpy(),
+        "flags": s["flags"].astype(str).to_numpy(),
+        "base": [base_of_flags(f) for f in s["flags"].astype(str)],
+        "base_cpu": s["base_cpu"].to_numpy(dtype=np.int64),
+        "jiffies": jiffies,
+        "expires_jiffies": expires,
+        "timeout_jiffies": s["timeout_jiffies"].to_numpy(dtype=np.int64),
+        "idx_kernel": s["idx"].to_numpy(dtype=np.int64),
+        "bucket_expiry_kernel": s["bucket_expiry_jiffies"].to_numpy(dtype=np.uint64),
+    })
+    idx_j, bucket_j = calc_wheel_index(expires, jiffies, hz=hz)
+    out["idx_at_jiffies"] = idx_j.astype(np.int64)
+    out["bucket_expiry_at_jiffies"] = bucket_j
+    replayed = np.array(placed, dtype=np.uint64).reshape(-1, 3)
+    out["idx_replayed"] = replayed[:, 0].astype(np.int64)
+    out["bucket_expiry_replayed"] = replayed[:, 1]
+    out["clk_replayed"] = replayed[:, 2]
+    out["agrees"] = ((out["idx_replayed"] == out["idx_kernel"])
+                     & (out["bucket_expiry_replayed"] == out["bucket_expiry_kernel"]))
+    at_jiffies = ((out["idx_at_jiffies"] == out["idx_kernel"])
+                  & (out["bucket_expiry_at_jiffies"] == out["bucket_expiry_kernel"])).to_numpy()
+    out["clk_used"], out["clk_lag_jiffies"], out["explanation"] = _explain(out, at_jiffies, hz)
+    return out
+
+
+def _expiry_frame(ev: pd.DataFrame, expired: list) -> pd.DataFrame:
+    x = ev[ev["event"] == "timer_expire_entry"]
+    replayed = pd.array([None if b is None else int(b) for b in expired], dtype="UInt64")
+    out = pd.DataFrame({
+        "line": x["line"].to_numpy(),
+        "cpu": x["cpu"].to_numpy(),
+        "timer": x["timer"].to_numpy(dtype=np.uint64),
+        "function": x["function"].astype(str).to_numpy(),
+        "now_jiffies": x["now_jiffies"].to_numpy(dtype=np.uint64),
+        "baseclk_kernel": x["baseclk_jiffies"].to_numpy(dtype=np.uint64),
+        "baseclk_replayed": replayed,
+    })
+    out["agrees"] = (out["baseclk_replayed"] == out["baseclk_kernel"]).fillna(False).astype(bool)
+    return out
+
+
+def _explain(out: pd.DataFrame, at_jiffies: np.ndarray, hz: int):
+    """The clock the kernel must have used for each row, and why."""
+    clk_used = out["jiffies"].to_numpy().copy()
+    lag = np.zeros(len(out), dtype=np.int64)
+    why = np.where(at_jiffies, "clk == jiffies", "").astype(object)
+    for k in np.flatnonzero(~at_jiffies):
+        j, expires = int(out["jiffies"].iat[k]), int(out["expires_jiffies"].iat[k])
+        want_idx, want_bucket = int(out["idx_kernel"].iat[k]), int(out["bucket_expiry_kernel"].iat[k])
+        # A base clock never runs ahead of jiffies at an enqueue: search behind.
+        span = max(64, 2 * abs(expires - j))
+        clks = np.arange(max(0, j - span), j + 1, dtype=np.uint64)
+        idx, bucket = calc_wheel_index(np.full_like(clks, expires), clks, hz=hz)
+        fits = clks[(idx == want_idx) & (bucket == want_bucket)]
+        if out["agrees"].iat[k]:
+            clk = int(out["clk_replayed"].iat[k])
+            why[k] = (f"lagging clk reproduced by replay: the {out['base'].iat[k]} base's first pending "
+                      f"bucket ({clk}) was due but not yet run, so clk stopped there")
+        elif len(fits):
+            clk = int(fits.max())
+            why[k] = f"lagging clk inferred (base state before the trace unknown): clk in [{int(fits.min())}, {clk}]"
+        else:
+            why[k] = "UNEXPLAINED"
+            continue
+        clk_used[k] = clk
+        lag[k] = j - clk
+    return clk_used, lag, why
