@@ -1,0 +1,256 @@
+"""Reading real kernel traces: ftrace text into one pandas DataFrame.
+
+``read_ftrace(path)`` reads what tracefs' ``trace`` file or ``trace-cmd report``
+printed, plain or compressed (.xz, .gz, .bz2, recognised by their magic bytes).
+The parsing is done in C++ (``timerlab._core.FtraceParser``, schema in
+``timerlab._core.ftrace_schema()``); this module decompresses on a background
+thread while the parser works on the previous chunk, both without the GIL, and
+assembles the columns into a DataFrame without copying them.
+
+Columns of ``Trace.events``, one row per event line, in file order:
+
+========== ======================================================================
+ts_ns      timestamp, integer nanoseconds (int64; the text's sec.usec, exactly)
+cpu        CPU that logged the event (int32)
+task, pid  the task running there (categorical, int32)
+event      event name, without the system (categorical)
+line       1-based line number in the (decompressed) text (int64)
+tgid       thread-group id, if the text has that column (Int64; <NA> for ``(-------)``)
+...        one column per payload field that occurs in the file, units in the
+           name (``expires_jiffies``, ``expires_ns``, ...); <NA> where an event
+           does not have it. Numbers are nullable Int64/UInt64, kernel pointers
+           and %x masks UInt64, strings categorical.
+payload    raw payload text of events the schema does not describe (and of known
+           events with an unknown key); None elsewhere. Only if such rows exist.
+========== ======================================================================
+"""
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import lzma
+import os
+import queue
+import threading
+import warnings
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from . import _core
+
+__all__ = ["Trace", "TraceFormatError", "read_ftrace"]
+
+_CHUNK_BYTES = 4 << 20
+_LINE_COLUMNS = ["ts_ns", "cpu", "task", "pid", "event", "line"]
+# Magic bytes -> (name, opener). Anything else is read as plain text.
+_COMPRESSED = [
+    (b"\xfd7zXZ\x00", "xz", lzma.open),
+    (b"\x1f\x8b", "gzip", gzip.open),
+    (b"BZh", "bzip2", bz2.open),
+]
+_TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
+
+
+class TraceFormatError(ValueError):
+    """A trace that cannot be read: a malformed line (the message names the file
+    and the 1-based line), or corrupt or truncated compressed data."""
+
+
+class Trace:
+    """A trace read by :func:`read_ftrace`.
+
+    Attributes
+    ----------
+    path : str
+        The file it was read from.
+    events : pandas.DataFrame
+        One row per event (see the module documentation for the columns).
+    nr_cpus : int
+        CPU count from the trace header (tracefs ``#P:N``, trace-cmd ``cpus=N``),
+        else 1 + the highest CPU that logged an event.
+    skipped_lines : int
+        Malformed lines skipped (``strict=False`` only).
+    skipped_examples : list of str
+        ``"line N: reason"`` for the first few of them.
+    lost_events : int
+        Events the ring buffer reported lost (``CPU:N [LOST n EVENTS]`` lines).
+    """
+
+    def __init__(self, path, events, nr_cpus, skipped_lines=0, skipped_examples=(), lost_events=0):
+        self.path = str(path)
+        self.events = events
+        self.nr_cpus = int(nr_cpus)
+        self.skipped_lines = int(skipped_lines)
+        self.skipped_examples = list(skipped_examples)
+        self.lost_events = int(lost_events)
+
+    def event_counts(self) -> pd.Series:
+        """Number of rows per event name, most frequent first."""
+        counts = self.events["event"].value_counts()
+        return counts[counts > 0].rename("count")
+
+    def of(self, event: str) -> pd.DataFrame:
+        """Rows of one event with the line columns and that event's own fields only
+        (the index is kept, so rows can be joined back to ``events``)."""
+        names = set(self.events["event"].cat.categories)
+        schema = _core.ftrace_schema()
+        if event not in names and event not in schema:
+            raise ValueError(f"event={event!r} is not in {self.path}; events there: {sorted(names)}")
+        rows = self.events[self.events["event"] == event]
+        own = [col for _key, col, _kind, _req in schema.get(event, [])]
+        cols = [c for c in _LINE_COLUMNS + ["tgid"] + own if c in rows.columns]
+        if "payload" in rows.columns and rows["payload"].notna().any():
+            cols.append("payload")
+        return rows[cols]
+
+    @property
+    def duration_ns(self) -> int:
+        """Time from the first to the last event, in ns (0 without events)."""
+        ts = self.events["ts_ns"]
+        return int(ts.max() - ts.min()) if len(ts) else 0
+
+    def __repr__(self) -> str:
+        ev = self.events
+        span = "no events"
+        if len(ev):
+            first, last = int(ev["ts_ns"].min()), int(ev["ts_ns"].max())
+            span = f"{first / 1e9:.6f} s .. {last / 1e9:.6f} s ({(last - first) / 1e9:.3f} s)"
+        skipped = f", {self.skipped_lines} lines skipped" if self.skipped_lines else ""
+        return (f"Trace({self.path!r}: {len(ev)} events of {self.event_counts().size} kinds, "
+                f"{self.nr_cpus} CPUs, {span}{skipped})")
+
+
+def read_ftrace(path, *, strict: bool = True) -> Trace:
+    """Read an ftrace text trace into a :class:`Trace`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        tracefs ``trace`` / ``trace_pipe`` text or ``trace-cmd report`` output
+        (µs or ns timestamps, with or without its sched plugin's formats);
+        plain, .xz, .gz or .bz2 (recognised by content, not by name).
+    strict : bool, keyword-only
+        True (default): the first malformed line raises :class:`TraceFormatError`
+        naming ``file:line`` and the problem. False: malformed lines are skipped,
+        counted in ``Trace.skipped_lines``, and a warning is issued.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    TraceFormatError
+        A malformed line (strict), or corrupt or truncated compressed data.
+    """
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be True or False, not {strict!r}")
+    name = os.fspath(path)
+    parser = _core.FtraceParser(strict=strict)
+    with contextlib.closing(_chunks_in_background(name)) as chunks:
+        for chunk in chunks:
+            parser.feed(chunk)  # C++, without the GIL
+            if parser.error_line:
+                break
+    parser.finish()
+    if parser.error_line:
+        raise TraceFormatError(f"{name}:{parser.error_line}: {parser.error_reason}")
+    if parser.skipped_lines:
+        warnings.warn(f"{name}: skipped {parser.skipped_lines} malformed lines, e.g. "
+                      f"{parser.skipped_examples[0]}", stacklevel=2)
+    return Trace(name, _frame(parser.take()), parser.nr_cpus, parser.skipped_lines,
+                 parser.skipped_examples, parser.lost_events)
+
+
+def _open(name: str):
+    """The file as a binary stream of text, decompressing if its magic says so."""
+    with open(name, "rb") as f:  # FileNotFoundError names the path
+        head = f.read(16)
+    if head.startswith(_TRACE_DAT_MAGIC):
+        raise TraceFormatError(f"{name}: a binary trace-cmd trace.dat; read the text of "
+                               f"`trace-cmd report {name}` instead")
+    for magic, kind, opener in _COMPRESSED:
+        if head.startswith(magic):
+            return opener(name, "rb"), kind
+    return open(name, "rb"), "plain"
+
+
+def _chunks_in_background(name: str):
+    """Yield the text of file `name` in chunks, read (and decompressed) by a helper
+    thread one chunk ahead, so that decompression and parsing overlap on two cores."""
+    stream, kind = _open(name)
+    chunks: queue.Queue = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                chunks.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def read() -> None:
+        try:
+            while put(chunk := stream.read(_CHUNK_BYTES)) and chunk:
+                pass
+        except BaseException as e:  # handed to the consumer, which would otherwise wait forever
+            put(e)
+
+    reader = threading.Thread(target=read, name="timerlab-read-ftrace", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = chunks.get()
+            if isinstance(item, BaseException):
+                if _is_bad_data(item):
+                    raise TraceFormatError(f"{name}: corrupt or truncated {kind} data ({item})") from item
+                raise item
+            if not item:
+                return
+            yield item
+    finally:
+        stop.set()
+        reader.join()
+        stream.close()
+
+
+def _is_bad_data(e: BaseException) -> bool:
+    """Whether a decompressor's exception means damaged data (and not, say, an I/O error)."""
+    if isinstance(e, (lzma.LZMAError, EOFError, zlib.error)):
+        return True
+    return isinstance(e, OSError) and e.errno is None  # gzip.BadGzipFile, bz2's "Invalid data stream"
+
+
+def _frame(cols: dict) -> pd.DataFrame:
+    """The DataFrame of the columns FtraceParser.take() returned. NumPy arrays and
+    IntegerArrays wrap the C++ buffers without copying; Categoricals may narrow
+    their int32 codes to a smaller dtype."""
+    def categorical(codes, categories):
+        try:
+            index = pd.Index(categories)
+        except UnicodeEncodeError:  # bytes that are not UTF-8 (kept as surrogates)
+            index = pd.Index(categories, dtype=object)
+        return pd.Categorical.from_codes(codes, categories=index)
+
+    data = {
+        "ts_ns": cols["ts_ns"],
+        "cpu": cols["cpu"],
+        "task": categorical(*cols["task"]),
+        "pid": cols["pid"],
+        "event": categorical(*cols["event"]),
+        "line": cols["line"],
+    }
+    for name, storage, values, missing, categories in cols["fields"]:
+        if storage == "category":
+            data[name] = categorical(values, categories)
+        else:
+            data[name] = pd.arrays.IntegerArray(values, missing.view(np.bool_), copy=False)
+    rows, texts = cols["payload"]
+    if len(rows):
+        payload = np.full(len(cols["ts_ns"]), None, dtype=object)
+        payload[rows] = texts
+        data["payload"] = pd.Series(payload, dtype=object, copy=False)
+    return pd.DataFrame(data, copy=False)
