@@ -149,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # bad option values and malformed traces name themselves
         print(f"timerlab: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head`: not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return 0
 
 
