@@ -9,4 +9,5 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "timerlab's C++ simulation core (private; use the timerlab package)";
   timerlab::bindings::register_wheel(m);
   timerlab::bindings::register_ftrace(m);
+  timerlab::bindings::register_tmigr(m);
 }

@@ -5,11 +5,16 @@ Public API (see DESIGN.md): ``calc_wheel_index``, ``TimerWheel``,
 """
 from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_constants
 from .trace import Trace, TraceFormatError, read_ftrace
+from .topology import Topology
+from .hierarchy import Hierarchy, hierarchy
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Hierarchy",
     "TimerWheel",
+    "Topology",
+    "hierarchy",
     "Trace",
     "TraceFormatError",
     "calc_wheel_index",
