@@ -7,11 +7,19 @@ from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_consta
 from .trace import Trace, TraceFormatError, read_ftrace
 from .topology import Topology
 from .hierarchy import Hierarchy, hierarchy
+from . import dist, workloads
+from .config import Config
+from .simulate import Result, simulate
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Config",
     "Hierarchy",
+    "Result",
+    "dist",
+    "simulate",
+    "workloads",
     "TimerWheel",
     "Topology",
     "hierarchy",

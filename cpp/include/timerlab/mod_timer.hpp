@@ -14,9 +14,11 @@
 //      expiry falls in the bucket the timer already occupies, only
 //      timer->expires changes — no dequeue, no enqueue, no trace event;
 //   4. otherwise the timer is detached (trace: timer_cancel), a target base
-//      is chosen, the timer is enqueued (trace: timer_start) and, if it
-//      became the target base's first timer, trigger_dyntick_cpu decides
-//      whether to wake that base's CPU.
+//      is chosen, the timer is enqueued (trace: timer_start) and
+//      trigger_dyntick_cpu decides whether to wake that base's CPU. The
+//      kernel calls it only when the timer became the base's first one (the
+//      lazy rule); the hook is told which, so that a context can also model
+//      the pre-2015 rule that woke the CPU on every enqueue.
 // Which base is the target is the placement policy (push or pull); it is a
 // hook of the context, like the trace and wakeup hooks, so that one
 // implementation of the sequence above serves the lone wheel of the Python
@@ -29,7 +31,9 @@
 //   TimerBase& target_base(TimerId, TimerBase& current); // placement
 //   void trace_timer_start(TimerBase&, TimerId, const EnqueueResult&);
 //   void trace_timer_cancel(TimerBase&, TimerId);
-//   void trigger_dyntick_cpu(TimerBase&, TimerId);
+//   void trigger_dyntick_cpu(TimerBase&, TimerId, bool new_first);
+//   TimerBase& cpu_base(unsigned cpu, std::uint32_t flags); // get_timer_cpu_base
+//   bool add_timer_on_pins();             // 6.9+: add_timer_on sets TIMER_PINNED
 //
 // Simplifications vs. the kernel
 //   * No timer->function, hence no shutdown state (a shut-down timer is one
@@ -90,7 +94,7 @@ int __mod_timer(Ctx& ctx, TimerId t, jiffies_t expires, unsigned options) {
                               ? base->enqueue_timer(t, wi.idx, wi.bucket_expiry)
                               : base->internal_add_timer(t);
   ctx.trace_timer_start(*base, t, r);
-  if (r.new_first) ctx.trigger_dyntick_cpu(*base, t);
+  ctx.trigger_dyntick_cpu(*base, t, r.new_first);
   return ret;
 }
 
@@ -112,6 +116,22 @@ template <class Ctx>
 void add_timer(Ctx& ctx, TimerId t, jiffies_t expires) {
   if (ctx.pool()[t].pending()) return;
   __mod_timer(ctx, t, expires, MOD_TIMER_NOTPENDING);
+}
+
+// add_timer_on: arm a non-pending timer on `cpu`'s base (6.9+: as a pinned
+// timer). The caller guarantees the timer is not pending (the kernel BUGs).
+template <class Ctx>
+void add_timer_on(Ctx& ctx, TimerId t, jiffies_t expires, unsigned cpu) {
+  TimerPool& pool = ctx.pool();
+  if (pool[t].pending()) return;
+  if (ctx.add_timer_on_pins()) pool[t].flags |= TIMER_PINNED;
+  TimerBase& base = ctx.cpu_base(cpu, pool[t].flags);
+  pool[t].set_cpu(cpu);
+  base.forward_timer_base(ctx.jiffies());
+  pool[t].expires = expires;
+  const EnqueueResult r = base.internal_add_timer(t);
+  ctx.trace_timer_start(base, t, r);
+  ctx.trigger_dyntick_cpu(base, t, r.new_first);
 }
 
 // timer_delete (del_timer): detach if pending. Returns 1 if it was pending.

@@ -68,7 +68,7 @@ class StandaloneWheel {
   TimerBase& target_base(TimerId, TimerBase& current) { return current; }
   void trace_timer_start(TimerBase&, TimerId t, const EnqueueResult& r);
   void trace_timer_cancel(TimerBase&, TimerId t);
-  void trigger_dyntick_cpu(TimerBase&, TimerId) {}
+  void trigger_dyntick_cpu(TimerBase&, TimerId, bool) {}
 
  private:
   unsigned hz_;

@@ -1,0 +1,47 @@
+// nohz.hpp — NOHZ idle: when an idle CPU stops its tick and when it wakes.
+//
+// Models kernel/time/tick-sched.c (tick_nohz_idle_enter,
+// tick_nohz_next_event, tick_nohz_idle_stop_tick / tick_nohz_stop_tick,
+// tick_nohz_idle_exit / tick_nohz_restart_sched_tick) and the idle loop of
+// kernel/sched/idle.c (do_idle, cpuidle_idle_call), as the engine runs them
+// (cpp/src/engine_idle.cpp). Reference: kernel-timers.md §5.
+//
+// Theory of operation
+// -------------------
+//   idle entry / every pass of the idle loop:
+//     1. tick_nohz_next_event: the next timer event (timer_cpu.hpp); if it
+//        is at most a tick away and the tick still runs -> keep the tick.
+//     2. tick_nohz_stop_tick: try to mark the timer base idle (6.9+: this
+//        deactivates the CPU in the timer-migration hierarchy, which may
+//        hand back the system's first global event); if the base could not
+//        be marked idle -> keep the tick. Else stop it (trace tick_stop on
+//        the first stop) and program the wakeup for the earlier of the two
+//        answers, or none at all.
+//     3. sleep (trace cpu_idle state=1) until an interrupt: the programmed
+//        wakeup or a kept tick (cause: timer), an IPI (cause: ipi), a device
+//        interrupt (cause: irq). The interrupt runs (tick work, softirq),
+//        then either a task is runnable -> leave the idle loop:
+//        tick_nohz_idle_exit restarts the tick on its grid and
+//        timer_clear_idle activates the CPU in the hierarchy (trace
+//        timer_base_idle is_idle=0) — or the loop goes round again from 1,
+//        where 6.9+ takes the tmigr_cpu_new_timer path (the base is idle).
+//
+// A reschedule IPI with no task to run (a remote enqueue woke the CPU so it
+// re-evaluates its timers) still takes the CPU out of the idle loop and back
+// in, through tick_nohz_idle_exit: the hierarchy sees it active for a moment.
+//
+// Simplifications vs. the kernel
+//   * No governor (issue: idle states): every pass asks to stop the tick and
+//     sleeps in state 1; the deepest-state and tick-keeping decisions of
+//     menu/teo are not made here.
+//   * The jiffies-update duty (tick_do_timer_cpu) and its max-deferment cap
+//     are not modelled; RCU, irq_work and softirq-pending vetoes neither.
+#pragma once
+
+namespace timerlab {
+
+// cpuidle state index traced while idle, and the exit marker (PWR_EVENT_EXIT).
+inline constexpr unsigned kDefaultIdleState = 1;
+inline constexpr unsigned long long kCpuIdleExit = 4294967295ull;
+
+}  // namespace timerlab

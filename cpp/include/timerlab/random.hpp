@@ -1,0 +1,160 @@
+// random.hpp — deterministic random streams and the distributions workloads
+// draw from.
+//
+// Theory of operation
+// -------------------
+// Every source of randomness (each task, each timeout stream, ...) owns its
+// own stream, seeded from (run seed, stream id) by splitmix64. So a run is
+// fixed by its seed, bit for bit, on every platform (no std:: distributions,
+// whose algorithms differ between standard libraries), and two runs that
+// differ only in a kernel policy (push vs pull) see the very same workload
+// draws — the paired comparison a what-if question wants.
+//
+// Floating point: only +, -, *, / and sqrt (exactly rounded by IEEE 754) are
+// used, with contraction into fused multiply-adds disabled for the core, so
+// the logarithm and exponential below are computed identically everywhere
+// (a platform's libm may differ in the last bit, and one bit changes a run).
+//
+// Distributions are in ns (or dimensionless for probabilities):
+//   const x | uniform [a, b) | exponential with mean m | lognormal with median
+//   m and shape s (sigma of the log) — all truncated at 0 and at 2^62.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace timerlab {
+
+inline std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// xoshiro256** seeded by splitmix64: fast, small, identical everywhere.
+class Rng {
+ public:
+  Rng(std::uint64_t seed, std::uint64_t stream) {
+    std::uint64_t sm = seed ^ (stream * 0xD1B54A32D192ED03ull);
+    for (auto& w : s_) w = splitmix64(sm);
+  }
+  std::uint64_t next() {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+  // Uniform in [0, 1) with 53 random bits.
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  bool bernoulli(double p) { return uniform() < p; }
+  // Uniform integer in [0, n).
+  std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
+
+ private:
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  std::uint64_t s_[4];
+};
+
+// ln(x) for x > 0: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
+// ln(m) = 2 atanh((m-1)/(m+1)) by its series (|t| < 0.172: 14 terms reach
+// full double precision).
+inline double det_log(double x) {
+  int e = 0;
+  double m = std::frexp(x, &e);  // exact: m in [0.5, 1)
+  if (m < 0.7071067811865476) {
+    m *= 2;
+    --e;
+  }
+  const double t = (m - 1) / (m + 1), t2 = t * t;
+  double term = t, sum = 0;
+  for (int k = 0; k < 14; ++k) {
+    sum += term / (2 * k + 1);
+    term *= t2;
+  }
+  return 2 * sum + e * 0.6931471805599453;
+}
+
+// e^x: x = k ln2 + r with |r| <= ln2 / 2, e^r by its Taylor series.
+inline double det_exp(double x) {
+  if (x > 700) return HUGE_VAL;
+  if (x < -700) return 0;
+  const double k = std::floor(x / 0.6931471805599453 + 0.5);
+  const double r = x - k * 0.6931471805599453;
+  double term = 1, sum = 1;
+  for (int n = 1; n < 20; ++n) {
+    term *= r / n;
+    sum += term;
+  }
+  return std::ldexp(sum, static_cast<int>(k));
+}
+
+struct Dist {
+  enum class Kind : std::uint8_t { constant, uniform, exponential, lognormal };
+  Kind kind = Kind::constant;
+  double a = 0, b = 0;  // const: a; uniform: [a, b); exponential: mean a; lognormal: median a, sigma b
+
+  static Dist constant(double x) { return {Kind::constant, x, 0}; }
+  // Throws std::invalid_argument naming `what` if the parameters make no sense.
+  void validate(const std::string& what) const;
+  std::int64_t sample_ns(Rng& rng) const;
+  double mean() const;
+};
+
+inline void Dist::validate(const std::string& what) const {
+  const bool finite = std::isfinite(a) && std::isfinite(b);
+  bool ok = finite && a >= 0;
+  if (kind == Kind::uniform) ok = ok && b >= a;
+  if (kind == Kind::lognormal) ok = ok && a > 0 && b >= 0;
+  if (!ok) throw std::invalid_argument(what + ": distribution parameters must be finite and non-negative");
+}
+
+inline std::int64_t Dist::sample_ns(Rng& rng) const {
+  double x = a;
+  switch (kind) {
+    case Kind::constant:
+      break;
+    case Kind::uniform:
+      x = a + (b - a) * rng.uniform();
+      break;
+    case Kind::exponential:
+      x = -a * det_log(1.0 - rng.uniform());
+      break;
+    case Kind::lognormal: {
+      // A standard normal by Marsaglia's polar method (log and sqrt only).
+      double u, v, s;
+      do {
+        u = 2 * rng.uniform() - 1;
+        v = 2 * rng.uniform() - 1;
+        s = u * u + v * v;
+      } while (s >= 1 || s == 0);
+      x = a * det_exp(b * u * std::sqrt(-2 * det_log(s) / s));
+      break;
+    }
+  }
+  if (!(x > 0)) return 0;
+  return x > 0x1.0p62 ? (std::int64_t{1} << 62) : static_cast<std::int64_t>(x);
+}
+
+inline double Dist::mean() const {
+  switch (kind) {
+    case Kind::constant:
+      return a;
+    case Kind::uniform:
+      return (a + b) / 2;
+    case Kind::exponential:
+      return a;
+    case Kind::lognormal:
+      return a * det_exp(b * b / 2);
+  }
+  return a;
+}
+
+}  // namespace timerlab

@@ -1,0 +1,387 @@
+// engine.cpp — the event loop, the timer API glue (placement, remote
+// wakeups, traces, results), the tick and the TIMER softirq. See engine.hpp.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine_impl.hpp"
+
+namespace timerlab {
+
+// ---------------------------------------------------------------------------
+// CpuHeap
+
+CpuHeap::CpuHeap(unsigned n) : heap_(n), pos_(n), key_(n, INT64_MAX) {
+  for (unsigned i = 0; i < n; ++i) heap_[i] = pos_[i] = i;
+}
+
+void CpuHeap::update(unsigned cpu, std::int64_t t) {
+  const std::int64_t old = key_[cpu];
+  key_[cpu] = t;
+  if (t < old) {
+    sift_up(pos_[cpu]);
+  } else if (t > old) {
+    sift_down(pos_[cpu]);
+  }
+}
+
+void CpuHeap::sift_up(std::size_t i) {
+  while (i > 0) {
+    const std::size_t p = (i - 1) / 2;
+    if (!less(heap_[i], heap_[p])) break;
+    std::swap(heap_[i], heap_[p]);
+    pos_[heap_[i]] = i;
+    pos_[heap_[p]] = p;
+    i = p;
+  }
+}
+
+void CpuHeap::sift_down(std::size_t i) {
+  const std::size_t n = heap_.size();
+  for (;;) {
+    std::size_t m = i;
+    const std::size_t l = 2 * i + 1, r = l + 1;
+    if (l < n && less(heap_[l], heap_[m])) m = l;
+    if (r < n && less(heap_[r], heap_[m])) m = r;
+    if (m == i) break;
+    std::swap(heap_[i], heap_[m]);
+    pos_[heap_[i]] = i;
+    pos_[heap_[m]] = m;
+    i = m;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Set-up and the loop
+
+void SimConfig::validate() const {
+  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  checked_lvl_depth(hz);
+  if (duration_ns <= 0) bad("duration_ns must be positive, got " + std::to_string(duration_ns));
+  if (start_ns < 0) bad("start_ns must be >= 0, got " + std::to_string(start_ns));
+  if (duration_ns > (std::int64_t{1} << 62) - start_ns) bad("duration_ns is too long");
+  if (ipi_latency_ns < 0) bad("ipi_latency_ns must be >= 0");
+  workload.validate(topology.nr_cpus);
+}
+
+Engine::Engine(const SimConfig& cfg)
+    : cfg_((cfg.validate(), cfg)),
+      topo_(cfg.topology),
+      tick_nsec_((1'000'000'000ull + cfg.hz / 2) / cfg.hz),
+      initial_jiffies_((jiffies_t{1} << 32) - jiffies_t{300} * cfg.hz),
+      heap_(topo_.nr_cpus()),
+      busy_(topo_.nr_cpus()) {
+  const unsigned n = topo_.nr_cpus();
+  now_ = cfg_.start_ns;
+  end_ns_ = cfg_.start_ns + cfg_.duration_ns;
+  cpu_timers_.reserve(n);
+  for (unsigned c = 0; c < n; ++c) cpu_timers_.emplace_back(pool_, cfg_.hz, jiffies_at(now_), c);
+  log_.set_context(now_, topo_.bringup_order()[0]);
+  tmigr_ = std::make_unique<Tmigr>(topo_, cfg_.tmigr_setup, cfg_.record_events ? &tracer_ : nullptr);
+  tmigr_->set_remote_expires_self(cfg_.remote_expires_self);
+  cpus_.resize(n);
+  res_.cpus.resize(n);
+}
+
+jiffies_t Engine::jiffies_at(std::int64_t ns) const {
+  return initial_jiffies_ + static_cast<std::uint64_t>(ns) / tick_nsec_;
+}
+
+std::uint64_t Engine::basem_of(jiffies_t j) const { return (j - initial_jiffies_) * tick_nsec_; }
+
+std::int64_t Engine::next_tick_after(std::int64_t ns) const {
+  const auto t = static_cast<std::uint64_t>(ns);
+  return static_cast<std::int64_t>((t / tick_nsec_ + 1) * tick_nsec_);
+}
+
+std::int64_t Engine::next_time(unsigned cpu) const {
+  const CpuState& cs = cpus_[cpu];
+  std::int64_t t = std::min(cs.ipi_at, cs.irq_end);
+  t = std::min(t, cs.tick_stopped ? cs.wakeup : cs.next_tick);
+  if (!cs.work.empty()) t = std::min(t, cs.work.top().t);
+  return t;
+}
+
+SimResult Engine::run() {
+  const unsigned n = topo_.nr_cpus();
+  // Every CPU has just booted and runs; its periodic tick is on the grid.
+  for (unsigned c = 0; c < n; ++c) {
+    cpus_[c].next_tick = next_tick_after(now_);
+    cpus_[c].since = now_;
+    busy_.set(c);
+  }
+  start_workload();
+  for (unsigned c = 0; c < n; ++c) {
+    set_context(c);
+    run_next_task(c);
+  }
+  for (unsigned c = 0; c < n; ++c) touch(c);
+
+  std::int64_t last_t = now_;
+  std::uint64_t same_t = 0;
+  while (heap_.top_time() <= end_ns_) {
+    const unsigned c = heap_.top();
+    now_ = heap_.top_time();
+    // A model must make progress: many steps at one instant mean a loop.
+    same_t = now_ == last_t ? same_t + 1 : 0;
+    last_t = now_;
+    if (same_t > 10'000'000) {
+      throw std::runtime_error("simulation stopped making progress at t=" + std::to_string(now_) + " ns on CPU " +
+                               std::to_string(c));
+    }
+    step(c);
+    ++res_.steps;
+    touch(c);
+    if (cfg_.check_invariants) check_invariants();
+  }
+  now_ = end_ns_;
+  for (unsigned c = 0; c < n; ++c) account(c);
+  res_.end_ns = end_ns_;
+  res_.pending_at_end = pending_;
+  if (cfg_.record_events) res_.events = log_.take();
+  return std::move(res_);
+}
+
+void Engine::step(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  set_context(cpu);
+  const std::int64_t clock = cs.tick_stopped ? cs.wakeup : cs.next_tick;
+  if (cs.ipi_at <= now_) {
+    cs.ipi_at = INT64_MAX;
+    ++res_.cpus[cpu].ipis_received;
+    if (cs.act == Activity::idle) idle_exit_to_irq(cpu, res_.cpus[cpu].wakeups_ipi);
+    // A reschedule IPI: an idle CPU leaves its idle loop (and re-enters it
+    // if no task is waiting); a running CPU has nothing to do.
+    if (cs.act == Activity::irq) cs.need_resched = true;
+  } else if (clock <= now_) {
+    if (cs.tick_stopped) {
+      cs.wakeup = INT64_MAX;  // one-shot: the idle loop programs the next
+    } else {
+      cs.next_tick = now_ + static_cast<std::int64_t>(tick_nsec_);
+    }
+    if (cs.act == Activity::idle) idle_exit_to_irq(cpu, res_.cpus[cpu].wakeups_timer);
+    tick(cpu);
+  } else if (cs.irq_end <= now_) {
+    cs.irq_end = INT64_MAX;
+    irq_done(cpu);
+  } else {
+    const WorkItem item = cs.work.top();
+    cs.work.pop();
+    work(cpu, item);
+  }
+}
+
+void Engine::account(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  const std::int64_t d = now_ - cs.since;
+  if (cs.act == Activity::idle) {
+    res_.cpus[cpu].idle_ns += d;
+  } else {
+    res_.cpus[cpu].busy_ns += d;
+  }
+  cs.since = now_;
+}
+
+void Engine::set_busy(unsigned cpu, bool busy) {
+  if (busy) {
+    busy_.set(cpu);
+  } else {
+    busy_.clear(cpu);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The tick (tick_nohz_handler -> update_process_times -> run_local_timers)
+// and the TIMER softirq (run_timer_softirq).
+
+void Engine::tick(unsigned cpu) {
+  ++res_.cpus[cpu].ticks;
+  const jiffies_t j = jiffies();
+  bool raise = cpu_timers_[cpu].any_base_due(j, cfg_.pull_model);
+  if (!raise && cfg_.pull_model) raise = tmigr_->tmigr_requires_handle_remote(cpu, basem_of(j));
+  if (raise) run_timer_softirq(cpu);
+}
+
+void Engine::run_timer_softirq(unsigned cpu) {
+  ++res_.cpus[cpu].softirqs;
+  TimerCpu& tc = cpu_timers_[cpu];
+  run_base(tc.base(BASE_LOCAL));
+  if (cfg_.pull_model) run_base(tc.base(BASE_GLOBAL));
+  run_base(tc.base(BASE_DEF));
+  if (cfg_.pull_model) {
+    set_context(cpu);
+    tmigr_->tmigr_handle_remote(cpu, basem_of(jiffies()), *this);
+  }
+}
+
+void Engine::run_base(TimerBase& base) {
+  const jiffies_t j = jiffies();
+  if (time_before(j, base.next_expiry())) return;
+  base.run_timers(j, [this, &base](TimerId t, jiffies_t baseclk) { expire_timer(base, t, baseclk); });
+}
+
+void Engine::timer_expire_remote(unsigned cpu) { run_base(cpu_timers_[cpu].base(BASE_GLOBAL)); }
+
+std::uint64_t Engine::fetch_next_global_remote(unsigned cpu) {
+  const jiffies_t j = jiffies();
+  TimerEvents tevt;
+  cpu_timers_[cpu].fetch_next_timer_interrupt(j, basem_of(j), tevt, tick_nsec_);
+  return tevt.global;
+}
+
+void Engine::expire_timer(TimerBase& base, TimerId t, jiffies_t baseclk) {
+  --pending_;
+  ++res_.timer_events;
+  TimerInfo& info = info_[t];
+  const unsigned owner = base.cpu();
+  if (owner == cur_) {
+    ++res_.cpus[cur_].timers_expired_local;
+  } else {
+    ++res_.cpus[owner].timers_expired_remote;
+    ++res_.cpus[cur_].remote_expiries_done;
+  }
+  if (info.row >= 0) {
+    TimerRow& row = res_.timers[static_cast<std::size_t>(info.row)];
+    row.outcome = TimerOutcome::expired;
+    row.end_ns = now_;
+    row.cpu_expired = static_cast<std::int32_t>(cur_);
+    info.row = -1;
+  }
+  const std::uint64_t ptr = std::uint64_t{t} + 1;
+  if (cfg_.record_events) {
+    log_.add(SimEvent::timer_cancel, {ptr});
+    log_.add(SimEvent::timer_expire_entry, {ptr, info.function, jiffies(), baseclk});
+  }
+  timer_callback(t);
+  if (cfg_.record_events) log_.add(SimEvent::timer_expire_exit, {ptr});
+  if (!pool_[t].pending() && (info.kind == TimerKind::timeout || info.kind == TimerKind::remote)) release_timer(t);
+}
+
+// ---------------------------------------------------------------------------
+// The timer API: arming, placement, wakeups, trace records.
+
+TimerId Engine::new_timer(TimerKind kind, std::uint16_t function, std::uint32_t flags, std::uint32_t owner,
+                          unsigned cpu) {
+  const TimerId t = pool_.alloc(flags, cpu);
+  if (info_.size() <= t) info_.resize(static_cast<std::size_t>(t) + 1);
+  TimerInfo& info = info_[t];
+  info.generation++;
+  info.kind = kind;
+  info.function = function;
+  info.owner = owner;
+  info.row = -1;
+  return t;
+}
+
+void Engine::release_timer(TimerId t) {
+  info_[t].kind = TimerKind::none;
+  pool_.free(t);
+}
+
+void Engine::arm(unsigned cpu, TimerId t, jiffies_t expires, unsigned options) {
+  set_context(cpu);
+  in_mod_timer_ = true;
+  __mod_timer(*this, t, expires, options);
+  in_mod_timer_ = false;
+  // The same-bucket shortcut changes only timer->expires: keep the row's.
+  const TimerInfo& info = info_[t];
+  if (info.row >= 0) res_.timers[static_cast<std::size_t>(info.row)].expires_jiffies = pool_[t].expires;
+}
+
+void Engine::del_timer(unsigned cpu, TimerId t) {
+  set_context(cpu);
+  timer_delete(*this, t);
+}
+
+TimerBase& Engine::target_base(TimerId t, TimerBase& current) {
+  (void)current;
+  const std::uint32_t flags = pool_[t].flags;
+  const unsigned idx = timer_base_index(flags, cfg_.pull_model);
+  if (cfg_.pull_model || (flags & TIMER_PINNED)) return cpu_timers_[cur_].base(idx);
+  return cpu_timers_[get_nohz_timer_target(cur_)].base(idx);
+}
+
+unsigned Engine::get_nohz_timer_target(unsigned cpu) const {
+  // A busy CPU keeps its timers; an idle one (a timer armed from an
+  // interrupt) hands them to the nearest busy CPU, smallest domain first,
+  // lowest CPU number within a domain.
+  if (busy_.test(cpu)) return cpu;
+  for (const CpuMask* span : topo_.domains_of(cpu)) {
+    const int i = span->first_and_not(busy_, cpu);
+    if (i >= 0) return static_cast<unsigned>(i);
+  }
+  return cpu;
+}
+
+void Engine::trigger_dyntick_cpu(TimerBase& base, TimerId t, bool new_first) {
+  if (cfg_.lazy_wakeup && !new_first) return;
+  // Deferrable timers do not wake an idle CPU (before 6.8 only nohz_full
+  // ones, which are not modelled).
+  if (pool_[t].flags & TIMER_DEFERRABLE) return;
+  // Lazy (the kernel since 2015): only a base marked idle, i.e. a CPU whose
+  // tick is stopped (6.9+) or that expects to sleep over a tick (before).
+  // Always (before 2015): every enqueue.
+  if (!cfg_.lazy_wakeup || base.is_idle()) wake_up_nohz_cpu(base.cpu());
+}
+
+void Engine::wake_up_nohz_cpu(unsigned cpu) {
+  if (cpu == cur_) return;
+  send_ipi(cpu);
+}
+
+void Engine::send_ipi(unsigned to) {
+  ++res_.cpus[cur_].ipis_sent;
+  if (cfg_.record_events) log_.add(SimEvent::ipi_send_cpu, {to});
+  CpuState& cs = cpus_[to];
+  cs.ipi_at = std::min(cs.ipi_at, now_ + cfg_.ipi_latency_ns);
+  touch(to);
+}
+
+void Engine::trace_timer_start(TimerBase& base, TimerId t, const EnqueueResult& r) {
+  ++pending_;
+  res_.peak_pending = std::max<std::uint64_t>(res_.peak_pending, pending_);
+  ++res_.timer_events;
+  ++res_.cpus[base.cpu()].timers_armed;
+  TimerInfo& info = info_[t];
+  const TimerList& tl = pool_[t];
+  const std::uint32_t flags = tl.flags & (TIMER_PINNED | TIMER_DEFERRABLE | TIMER_IRQSAFE);
+  if (cfg_.record_timers) {
+    info.row = static_cast<std::int64_t>(res_.timers.size());
+    res_.timers.push_back({t, info.function, flags, static_cast<std::int32_t>(cur_),
+                           static_cast<std::int32_t>(base.cpu()), -1, now_, -1, tl.expires, r.bucket_expiry,
+                           TimerOutcome::pending});
+  }
+  if (cfg_.record_events) {
+    log_.add(SimEvent::timer_start, {std::uint64_t{t} + 1, info.function, tl.expires, tl.expires - jiffies(),
+                                     r.bucket_expiry, base.cpu(), r.idx, flags});
+  }
+}
+
+void Engine::trace_timer_cancel(TimerBase& base, TimerId t) {
+  --pending_;
+  ++res_.timer_events;
+  if (!in_mod_timer_) ++res_.cpus[base.cpu()].timers_cancelled;
+  TimerInfo& info = info_[t];
+  if (info.row >= 0) {
+    TimerRow& row = res_.timers[static_cast<std::size_t>(info.row)];
+    row.outcome = in_mod_timer_ ? TimerOutcome::rearmed : TimerOutcome::cancelled;
+    row.end_ns = now_;
+    info.row = -1;
+  }
+  if (cfg_.record_events) log_.add(SimEvent::timer_cancel, {std::uint64_t{t} + 1});
+}
+
+void Engine::check_invariants() {
+  const std::string t = tmigr_->check_invariants();
+  if (!t.empty()) throw std::logic_error("timer migration invariant violated at " + std::to_string(now_) + ": " + t);
+  for (const TimerCpu& tc : cpu_timers_) {
+    for (unsigned b = 0; b < NR_BASES; ++b) {
+      const std::string w = tc.base(b).check_invariants();
+      if (!w.empty()) throw std::logic_error("wheel invariant violated on CPU " + std::to_string(tc.cpu()) + ": " + w);
+    }
+  }
+}
+
+SimResult simulate(const SimConfig& cfg) { return Engine(cfg).run(); }
+
+}  // namespace timerlab

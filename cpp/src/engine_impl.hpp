@@ -1,0 +1,182 @@
+// engine_impl.hpp — the Engine class, shared by the engine's sources
+// (engine.cpp: loop, timers, tick and softirq; engine_idle.cpp: NOHZ idle;
+// engine_workload.cpp: tasks and timer generators). See engine.hpp.
+#pragma once
+
+#include <queue>
+#include <vector>
+
+#include "timerlab/engine.hpp"
+#include "timerlab/mod_timer.hpp"
+
+namespace timerlab {
+
+enum class Activity : std::uint8_t { run, irq, idle };
+
+// What a timer's callback does.
+enum class TimerKind : std::uint8_t { none, sleep, timeout, periodic, remote };
+
+// A workload item due on a CPU at a time.
+struct WorkItem {
+  std::int64_t t;
+  std::uint8_t kind;  // WorkKind
+  std::uint64_t id;   // task, stream, spec, or (generation << 32 | timer)
+  bool operator>(const WorkItem& o) const {
+    if (t != o.t) return t > o.t;
+    if (kind != o.kind) return kind > o.kind;
+    return id > o.id;
+  }
+};
+enum WorkKind : std::uint8_t { work_resched, work_burst_end, work_task_wake, work_stream, work_cancel, work_remote };
+
+struct CpuState {
+  Activity act = Activity::run;
+  bool always_busy = false;
+  bool need_resched = false;   // set by an IPI or a local wakeup while in irq
+  bool resched_ipi = false;    // woken by a timer IPI without a task to run
+  bool in_idle_loop = false;
+  bool tick_stopped = false;
+  std::int64_t next_tick = 0;            // periodic tick, when it runs
+  std::int64_t wakeup = INT64_MAX;       // the stopped tick's programmed wakeup
+  std::int64_t timer_expires = 0;        // tick_nohz_next_event's result
+  std::int64_t irq_end = INT64_MAX;
+  std::int64_t ipi_at = INT64_MAX;
+  std::int64_t since = 0;                // start of the current activity
+  int running = -1;                      // task
+  std::vector<int> runq;                 // runnable tasks, FIFO
+  std::priority_queue<WorkItem, std::vector<WorkItem>, std::greater<>> work;
+};
+
+struct TaskState {
+  unsigned cpu;
+  unsigned spec;
+  bool sleeping = true;
+  TimerId sleep_timer = kNoTimer;
+  Rng rng;
+};
+
+struct TimerInfo {
+  std::uint32_t generation = 0;  // tells apart instances that reuse a TimerId
+  TimerKind kind = TimerKind::none;
+  std::uint16_t function = 0;
+  std::uint32_t owner = 0;  // task, periodic index or remote spec
+  std::int64_t row = -1;
+};
+
+// Indexed min-heap of CPUs keyed by their next source time (ties: lower CPU).
+class CpuHeap {
+ public:
+  explicit CpuHeap(unsigned n);
+  void update(unsigned cpu, std::int64_t t);
+  unsigned top() const { return heap_[0]; }
+  std::int64_t top_time() const { return key_[heap_[0]]; }
+
+ private:
+  bool less(unsigned a, unsigned b) const { return key_[a] != key_[b] ? key_[a] < key_[b] : a < b; }
+  void sift_up(std::size_t i);
+  void sift_down(std::size_t i);
+  std::vector<unsigned> heap_;
+  std::vector<std::size_t> pos_;
+  std::vector<std::int64_t> key_;
+};
+
+class Engine final : public TmigrHost {
+ public:
+  explicit Engine(const SimConfig& cfg);
+  SimResult run();
+
+  // Context of __mod_timer (mod_timer.hpp) and of the hierarchy (TmigrHost).
+  TimerPool& pool() { return pool_; }
+  jiffies_t jiffies() const { return jiffies_at(now_); }
+  TimerBase& timer_base(TimerId t) {
+    const std::uint32_t f = pool_[t].flags;
+    return cpu_timers_[f & TIMER_CPUMASK].base(timer_base_index(f, cfg_.pull_model));
+  }
+  TimerBase& target_base(TimerId t, TimerBase& current);
+  void trace_timer_start(TimerBase& base, TimerId t, const EnqueueResult& r);
+  void trace_timer_cancel(TimerBase& base, TimerId t);
+  void trigger_dyntick_cpu(TimerBase& base, TimerId t, bool new_first);
+  TimerBase& cpu_base(unsigned cpu, std::uint32_t flags) {
+    return cpu_timers_[cpu].base(timer_base_index(flags, cfg_.pull_model));
+  }
+  bool add_timer_on_pins() const { return cfg_.pull_model; }
+  void timer_expire_remote(unsigned cpu) override;
+  std::uint64_t fetch_next_global_remote(unsigned cpu) override;
+
+ private:
+  // engine.cpp
+  jiffies_t jiffies_at(std::int64_t ns) const;
+  std::uint64_t basem_of(jiffies_t j) const;
+  std::int64_t next_tick_after(std::int64_t ns) const;
+  void step(unsigned cpu);
+  std::int64_t next_time(unsigned cpu) const;
+  void set_context(unsigned cpu) {
+    cur_ = cpu;
+    log_.set_context(now_, cpu);
+  }
+  void tick(unsigned cpu);
+  void run_timer_softirq(unsigned cpu);
+  void run_base(TimerBase& base);
+  void expire_timer(TimerBase& base, TimerId t, jiffies_t baseclk);
+  void arm(unsigned cpu, TimerId t, jiffies_t expires, unsigned options);
+  void del_timer(unsigned cpu, TimerId t);
+  TimerId new_timer(TimerKind kind, std::uint16_t function, std::uint32_t flags, std::uint32_t owner, unsigned cpu);
+  void release_timer(TimerId t);
+  unsigned get_nohz_timer_target(unsigned cpu) const;
+  void wake_up_nohz_cpu(unsigned cpu);
+  void send_ipi(unsigned to);
+  void set_busy(unsigned cpu, bool busy);
+  void touch(unsigned cpu) { heap_.update(cpu, next_time(cpu)); }
+  void account(unsigned cpu);
+  void check_invariants();
+
+  // engine_idle.cpp (kernel/time/tick-sched.c, kernel/sched/idle.c)
+  void idle_enter(unsigned cpu);
+  void idle_iteration(unsigned cpu);
+  std::int64_t tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::uint64_t basem);
+  void tick_nohz_stop_tick(unsigned cpu, jiffies_t basej, std::uint64_t basem);
+  void idle_exit_to_irq(unsigned cpu, std::uint64_t& cause_counter);
+  void irq_done(unsigned cpu);
+  void tick_nohz_idle_exit(unsigned cpu);
+  void timer_clear_idle(unsigned cpu);
+
+  // engine_workload.cpp
+  void start_workload();
+  void work(unsigned cpu, const WorkItem& item);
+  void cancel_timeout(unsigned cpu, std::uint64_t id);
+  void wake_task(int task);
+  void run_next_task(unsigned cpu);
+  void task_starts_running(unsigned cpu, int task);
+  void task_burst_end(unsigned cpu, int task);
+  void arm_timeouts(unsigned cpu, const TimeoutSpec& spec, Rng& rng);
+  void stream_arrival(unsigned cpu, std::uint64_t id);
+  void remote_enqueue(unsigned cpu, std::uint32_t spec);
+  void timer_callback(TimerId t);
+  void interrupt(unsigned cpu);  // a device interrupt on `cpu` (wakes it if idle)
+  jiffies_t timeout_jiffies(std::int64_t ns) const;
+  void push_work(unsigned cpu, WorkItem item);
+
+  SimConfig cfg_;
+  Topology topo_;
+  std::uint64_t tick_nsec_;
+  jiffies_t initial_jiffies_;
+  TimerPool pool_;
+  std::vector<TimerCpu> cpu_timers_;
+  EventLog log_;
+  TmigrLogTracer tracer_{log_};
+  std::unique_ptr<Tmigr> tmigr_;
+  std::vector<CpuState> cpus_;
+  CpuHeap heap_;
+  CpuMask busy_;  // CPUs running a task (not idle_cpu())
+  std::vector<TaskState> tasks_;
+  std::vector<Rng> stream_rng_, periodic_rng_, remote_rng_;
+  std::vector<TimerInfo> info_;
+  std::vector<TimerId> free_timers_;
+  SimResult res_;
+  std::int64_t now_ = 0, end_ns_ = 0;
+  unsigned cur_ = 0;
+  bool in_mod_timer_ = false;
+  std::size_t pending_ = 0;
+};
+
+}  // namespace timerlab

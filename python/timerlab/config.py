@@ -1,0 +1,156 @@
+"""Config: everything that defines a simulation run, validated on creation.
+
+Every option is keyword-only; a bad value raises ValueError (or TypeError)
+naming the option and what is allowed. A Config is immutable:
+``cfg.replace(cpus=64)`` gives a new one (that is what sweeps do).
+"""
+from __future__ import annotations
+
+from ._validate import check_choice, check_hz, check_int
+from .kernel import kernel_has, parse_kernel
+from .topology import Topology
+from .workloads import Workload, mixed
+
+PLACEMENTS = ("push", "pull")
+REMOTE_WAKEUPS = ("lazy", "always")
+LAYOUTS = ("contiguous", "interleaved")
+
+_DEFAULTS = dict(
+    cpus=None, nodes=None, node_of_cpu=None, layout="contiguous", smt=1, llc_size=0, bringup_order=None,
+    topology=None, hz=250, placement=None, remote_wakeup="lazy", kernel="latest", workload=None,
+    duration_ns=1_000_000_000, seed=1, start_ns=0, ipi_latency_ns=1000, irq_ns=2000, record_events=False,
+    record_timers=True, check_invariants=False,
+)
+
+
+class Config:
+    """A simulation run.
+
+    Machine: ``cpus``, ``nodes``, ``layout`` ("contiguous" blocks of CPUs per
+    node, or "interleaved": CPU c on node c % nodes) or an explicit
+    ``node_of_cpu`` list, ``smt``, ``llc_size``, ``bringup_order`` — or a
+    ready ``topology=``. ``hz``: 100, 250, 300 or 1000.
+
+    Kernel: ``kernel`` ("latest", or a release like "6.12") fixes the
+    behaviours that changed between releases (timerlab.kernel.BEHAVIOURS).
+    ``placement``: "pull" (6.9+: timers stay local, the timer-migration
+    hierarchy expires idle CPUs' global timers) or "push" (before 6.9: a
+    timer armed on an idle CPU goes to the nearest busy one); default: the
+    kernel's. ``remote_wakeup``: "lazy" (an idle CPU is woken only for its
+    new first timer) or "always" (before 2015: on every enqueue).
+
+    Run: ``workload`` (timerlab.workloads; default ``workloads.mixed()``),
+    ``duration_ns``, ``seed`` (fixes everything), ``start_ns`` (monotonic
+    time at the start), ``ipi_latency_ns``, ``irq_ns`` (time an interrupt
+    keeps an idle CPU awake). ``record_events`` keeps a tracepoint log,
+    ``record_timers`` one row per armed timer; ``check_invariants`` checks
+    the models' invariants after every step (slow, for tests).
+    """
+
+    __slots__ = ("_args", "topology", "hz", "placement", "remote_wakeup", "kernel", "workload", "duration_ns",
+                 "seed", "start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers",
+                 "check_invariants")
+
+    def __init__(self, **kwargs):
+        unknown = sorted(set(kwargs) - set(_DEFAULTS))
+        if unknown:
+            raise TypeError(f"Config got unknown option(s) {unknown}; options are {sorted(_DEFAULTS)}")
+        args = {**_DEFAULTS, **kwargs}
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_("_args", args)
+        set_("topology", _topology(args))
+        set_("hz", check_hz(args["hz"]))
+        set_("kernel", args["kernel"])
+        parse_kernel(args["kernel"])
+        placement = args["placement"]
+        if placement is None:
+            placement = "pull" if kernel_has(args["kernel"], "pull_model") else "push"
+        check_choice("placement", placement, PLACEMENTS)
+        if placement == "pull" and not kernel_has(args["kernel"], "pull_model"):
+            raise ValueError(f"placement='pull' needs kernel >= 6.9 (the timer migration hierarchy); "
+                             f"kernel={args['kernel']!r}")
+        set_("placement", placement)
+        set_("remote_wakeup", check_choice("remote_wakeup", args["remote_wakeup"], REMOTE_WAKEUPS))
+        workload = args["workload"] if args["workload"] is not None else mixed()
+        if not isinstance(workload, Workload):
+            raise TypeError(f"workload must be built with timerlab.workloads, got {type(workload).__name__}")
+        set_("workload", workload)
+        set_("duration_ns", check_int("duration_ns", args["duration_ns"], minimum=1, maximum=1 << 62))
+        set_("seed", check_int("seed", args["seed"], minimum=0, maximum=(1 << 64) - 1))
+        set_("start_ns", check_int("start_ns", args["start_ns"], minimum=0, maximum=1 << 62))
+        set_("ipi_latency_ns", check_int("ipi_latency_ns", args["ipi_latency_ns"], minimum=0, maximum=10**9))
+        set_("irq_ns", check_int("irq_ns", args["irq_ns"], minimum=0, maximum=10**9))
+        for flag in ("record_events", "record_timers", "check_invariants"):
+            if not isinstance(args[flag], bool):
+                raise TypeError(f"{flag} must be True or False, got {args[flag]!r}")
+            set_(flag, args[flag])
+        # Resolve the workload's CPU sets now, so that a bad one fails here.
+        self.workload.to_core(self.topology, self.irq_ns)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Config is immutable; use cfg.replace(...)")
+
+    def replace(self, **changes) -> "Config":
+        """A new Config with some options changed (validated again)."""
+        args = dict(self._args)
+        if {"cpus", "nodes", "layout"} & set(changes) and "node_of_cpu" not in changes:
+            args["node_of_cpu"] = None  # an explicit layout does not follow a new CPU count
+        if "topology" not in changes and set(changes) & {"cpus", "nodes", "layout", "node_of_cpu", "smt", "llc_size"}:
+            args["topology"] = None
+        args.update(changes)
+        return Config(**args)
+
+    def to_core(self) -> dict:
+        """The dict _core.simulate takes."""
+        t = self.topology
+        return {
+            "cpus": t.cpus, "nodes": t.nodes, "node_of_cpu": list(t.node_of_cpu), "smt": t.smt,
+            "llc_size": t.llc_size, "bringup_order": list(t.bringup_order), "hz": self.hz,
+            "pull_model": self.placement == "pull", "lazy_wakeup": self.remote_wakeup == "lazy",
+            "deferrable_no_ipi": kernel_has(self.kernel, "deferrable_no_ipi"),
+            "numa_tree_fix": kernel_has(self.kernel, "numa_tree_fix"),
+            "remote_expires_self": kernel_has(self.kernel, "remote_expires_self"),
+            "start_ns": self.start_ns, "duration_ns": self.duration_ns, "seed": self.seed,
+            "ipi_latency_ns": self.ipi_latency_ns, "record_events": self.record_events,
+            "record_timers": self.record_timers, "check_invariants": self.check_invariants,
+            "workload": self.workload.to_core(self.topology, self.irq_ns),
+        }
+
+    def as_dict(self) -> dict:
+        """The options as given (defaults filled in), for tables and sweeps."""
+        d = {k: v for k, v in self._args.items() if k != "topology"}
+        d.update(cpus=self.topology.cpus, nodes=self.topology.nodes, placement=self.placement)
+        return d
+
+    def __eq__(self, other):
+        return isinstance(other, Config) and self.to_core() == other.to_core()
+
+    def __hash__(self):
+        return hash(repr(self))
+
+    def __repr__(self) -> str:
+        shown = [f"topology={self.topology!r}", f"hz={self.hz}", f"kernel={self.kernel!r}",
+                 f"placement={self.placement!r}", f"remote_wakeup={self.remote_wakeup!r}",
+                 f"duration_ns={self.duration_ns:_}", f"seed={self.seed}", f"workload={self.workload!r}"]
+        for k in ("start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers", "check_invariants"):
+            if getattr(self, k) != _DEFAULTS[k]:
+                shown.append(f"{k}={getattr(self, k)!r}")
+        return "Config(\n    " + ",\n    ".join(shown) + ",\n)"
+
+
+def _topology(args) -> Topology:
+    if args["topology"] is not None:
+        if not isinstance(args["topology"], Topology):
+            raise TypeError("topology must be a timerlab.Topology")
+        return args["topology"]
+    layout = check_choice("layout", args["layout"], LAYOUTS)
+    node_of_cpu = args["node_of_cpu"]
+    if node_of_cpu is None and layout == "interleaved":
+        cpus = check_int("cpus", args["cpus"] if args["cpus"] is not None else 8, minimum=1)
+        nodes = check_int("nodes", args["nodes"] if args["nodes"] is not None else 1, minimum=1)
+        if nodes > cpus:
+            raise ValueError(f"nodes={nodes} exceeds cpus={cpus}: every node needs a CPU")
+        node_of_cpu = [c % nodes for c in range(cpus)]
+    cpus = args["cpus"] if args["cpus"] is not None or node_of_cpu is not None else 8
+    return Topology(cpus=cpus, nodes=args["nodes"], node_of_cpu=node_of_cpu, smt=args["smt"],
+                    llc_size=args["llc_size"], bringup_order=args["bringup_order"])

@@ -1,0 +1,233 @@
+"""Workloads: what the simulated machine runs (the model is cpp/include/timerlab/workload.hpp).
+
+Generators, each on a set of CPUs, combined with ``+``::
+
+    w = (tl.workloads.tasks(run_ns=tl.dist.exponential(200_000), sleep_ns=tl.dist.exponential(10_000_000))
+         + tl.workloads.periodic(period_ns=20_000_000, flags="D")
+         + tl.workloads.busy(fraction=0.25))
+
+CPUs are chosen with ``cpus=`` (numbers), ``nodes=`` (all CPUs of these
+nodes), or neither (every CPU); ``busy`` takes a ``fraction`` of the CPUs,
+spread evenly. Times are ns; a plain number is a constant, or use the
+distributions of :mod:`timerlab.dist`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import dist as _dist
+from ._validate import check_int
+from .wheel import parse_timer_flags
+
+__all__ = ["Workload", "tasks", "timeouts", "periodic", "busy", "remote_enqueuer", "mixed"]
+
+
+@dataclass(frozen=True)
+class CpuSelection:
+    cpus: tuple | None = None
+    nodes: tuple | None = None
+
+    def resolve(self, topology, what: str) -> list[int]:
+        if self.cpus is not None:
+            bad = [c for c in self.cpus if c >= topology.cpus]
+            if bad:
+                raise ValueError(f"{what}: cpus {bad} do not exist (cpus={topology.cpus})")
+            return list(self.cpus)
+        if self.nodes is not None:
+            bad = [n for n in self.nodes if n >= topology.nodes]
+            if bad:
+                raise ValueError(f"{what}: nodes {bad} do not exist (nodes={topology.nodes})")
+            return [c for c in range(topology.cpus) if topology.node_of_cpu[c] in self.nodes]
+        return list(range(topology.cpus))
+
+    def __repr__(self) -> str:
+        if self.cpus is not None:
+            return f"cpus={list(self.cpus)}"
+        return f"nodes={list(self.nodes)}" if self.nodes is not None else "all CPUs"
+
+
+def _selection(cpus, nodes, what) -> CpuSelection:
+    if cpus is not None and nodes is not None:
+        raise ValueError(f"{what}: give cpus= or nodes=, not both")
+    if cpus is not None:
+        cpus = tuple(check_int(f"{what}.cpus", c, minimum=0) for c in cpus)
+        if not cpus:
+            raise ValueError(f"{what}: cpus is empty")
+    if nodes is not None:
+        nodes = tuple(check_int(f"{what}.nodes", n, minimum=0) for n in nodes)
+        if not nodes:
+            raise ValueError(f"{what}: nodes is empty")
+    return CpuSelection(cpus, nodes)
+
+
+def _probability(name, p) -> float:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+    return float(p)
+
+
+def _rate(name, r) -> float:
+    if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r <= 1e7:
+        raise ValueError(f"{name} must be a rate in (0, 1e7] Hz, got {r!r}")
+    return float(r)
+
+
+@dataclass(frozen=True)
+class Component:
+    kind: str
+    where: CpuSelection
+    params: dict = field(hash=False, compare=True)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{self.kind}({self.where!r}{', ' if args else ''}{args})"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A sum of generators; build with the functions of this module and ``+``."""
+
+    components: tuple = ()
+
+    def __add__(self, other: "Workload") -> "Workload":
+        if not isinstance(other, Workload):
+            return NotImplemented
+        return Workload(self.components + other.components)
+
+    def __repr__(self) -> str:
+        return " + ".join(map(repr, self.components)) or "Workload()"
+
+    def to_core(self, topology, irq_ns: int) -> dict:
+        """The dict _core.simulate takes, with CPU sets resolved on ``topology``."""
+        names: list[str] = []
+
+        def fn(name):
+            if name not in names:
+                names.append(name)
+            return names.index(name)
+
+        def timeout_spec(p, count):
+            return {"count": count, "timeout_ns": p["timeout_ns"].core(), "cancel_p": p["cancel_p"],
+                    "cancel_after_ns": p["cancel_after_ns"].core(), "flags": parse_timer_flags(p["flags"]),
+                    "function": fn(p["function"])}
+
+        out = {"tasks": [], "streams": [], "periodic": [], "remote": [], "busy_cpus": [], "irq_ns": irq_ns}
+        for c in self.components:
+            p = c.params
+            cpus = c.where.resolve(topology, c.kind)
+            if c.kind == "tasks":
+                out["tasks"].append({
+                    "cpus": cpus, "per_cpu": p["per_cpu"], "run_ns": p["run_ns"].core(),
+                    "sleep_ns": p["sleep_ns"].core(), "sleep_on_timer": p["sleep"] == "timer",
+                    "sleep_function": fn("process_timeout"), "timeouts": timeout_spec(p, p["timeouts"])})
+            elif c.kind == "timeouts":
+                out["streams"].append({"cpus": cpus, "rate_hz": p["rate_hz"], "timeouts": timeout_spec(p, p["count"])})
+            elif c.kind == "periodic":
+                out["periodic"].append({"cpus": cpus, "period_ns": p["period_ns"].core(),
+                                        "flags": parse_timer_flags(p["flags"]), "function": fn(p["function"])})
+            elif c.kind == "busy":
+                if p["fraction"] is not None:
+                    k = round(p["fraction"] * len(cpus))
+                    cpus = [cpus[(i * len(cpus)) // k] for i in range(k)] if k else []
+                out["busy_cpus"].extend(cpus)
+            elif c.kind == "remote_enqueuer":
+                to = list(p["to_cpus"])
+                for cpu in [p["from_cpu"], *to]:
+                    if cpu >= topology.cpus:
+                        raise ValueError(f"remote_enqueuer: CPU {cpu} does not exist (cpus={topology.cpus})")
+                out["remote"].append({"from_cpu": p["from_cpu"], "to_cpus": to, "rate_hz": p["rate_hz"],
+                                      "timeout_ns": p["timeout_ns"].core(), "function": fn(p["function"])})
+        out["busy_cpus"] = sorted(set(out["busy_cpus"]))
+        out["function_names"] = names or ["timer"]
+        return out
+
+
+def _one(kind, where, **params) -> Workload:
+    return Workload((Component(kind, where, params),))
+
+
+def tasks(*, cpus=None, nodes=None, per_cpu: int = 1, run_ns=200_000, sleep_ns=10_000_000, sleep: str = "timer",
+          timeouts: int = 0, timeout_ns=_dist.uniform(10_000_000, 300_000_000), cancel_p: float = 0.9,
+          cancel_after_ns=_dist.exponential(2_000_000), timeout_flags: str = "",
+          timeout_function: str = "tcp_write_timer") -> Workload:
+    """Tasks alternating running (``run_ns``) and sleeping (``sleep_ns``).
+
+    ``sleep="timer"``: schedule_timeout, a process_timeout timer whose expiry
+    wakes the task on its CPU; ``"external"``: an interrupt wakes it. At the
+    start of each run the task arms ``timeouts`` timeouts (``timeout_ns``),
+    each cancelled with probability ``cancel_p`` after ``cancel_after_ns``.
+    """
+    if sleep not in ("timer", "external"):
+        raise ValueError(f"tasks: sleep={sleep!r}; choose 'timer' or 'external'")
+    return _one("tasks", _selection(cpus, nodes, "tasks"), per_cpu=check_int("tasks.per_cpu", per_cpu, minimum=1),
+                run_ns=_dist.as_dist("tasks.run_ns", run_ns), sleep_ns=_dist.as_dist("tasks.sleep_ns", sleep_ns),
+                sleep=sleep, timeouts=check_int("tasks.timeouts", timeouts, minimum=0),
+                timeout_ns=_dist.as_dist("tasks.timeout_ns", timeout_ns),
+                cancel_p=_probability("tasks.cancel_p", cancel_p),
+                cancel_after_ns=_dist.as_dist("tasks.cancel_after_ns", cancel_after_ns),
+                flags=_check_flags("tasks.timeout_flags", timeout_flags), function=timeout_function)
+
+
+def timeouts(*, rate_hz: float, cpus=None, nodes=None, count: int = 1,
+             timeout_ns=_dist.uniform(10_000_000, 300_000_000), cancel_p: float = 0.9,
+             cancel_after_ns=_dist.exponential(2_000_000), flags: str = "",
+             function: str = "blk_rq_timed_out_timer") -> Workload:
+    """Interrupts arriving at ``rate_hz`` per CPU, each arming ``count`` timeouts
+    from interrupt context (on an idle CPU, the push model moves them away)."""
+    return _one("timeouts", _selection(cpus, nodes, "timeouts"), rate_hz=_rate("timeouts.rate_hz", rate_hz),
+                count=check_int("timeouts.count", count, minimum=1),
+                timeout_ns=_dist.as_dist("timeouts.timeout_ns", timeout_ns),
+                cancel_p=_probability("timeouts.cancel_p", cancel_p),
+                cancel_after_ns=_dist.as_dist("timeouts.cancel_after_ns", cancel_after_ns),
+                flags=_check_flags("timeouts.flags", flags), function=function)
+
+
+def periodic(*, period_ns=20_000_000, cpus=None, nodes=None, flags: str = "D",
+             function: str = "delayed_work_timer_fn") -> Workload:
+    """One timer per CPU re-armed from its own callback every ``period_ns``
+    (default: deferrable delayed work every 20 ms)."""
+    return _one("periodic", _selection(cpus, nodes, "periodic"),
+                period_ns=_dist.as_dist("periodic.period_ns", period_ns),
+                flags=_check_flags("periodic.flags", flags), function=function)
+
+
+def busy(*, fraction: float | None = None, cpus=None, nodes=None) -> Workload:
+    """CPUs kept running all the time: ``fraction`` of the selected CPUs, spread
+    evenly (e.g. 0.25 of 8 CPUs: 0 and 4), or exactly the ``cpus`` given."""
+    if fraction is not None:
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+            raise ValueError(f"busy.fraction must be in [0, 1], got {fraction!r}")
+        fraction = float(fraction)
+    elif cpus is None and nodes is None:
+        raise ValueError("busy: give fraction=, cpus= or nodes=")
+    return _one("busy", _selection(cpus, nodes, "busy"), fraction=fraction)
+
+
+def remote_enqueuer(*, from_cpu: int, to_cpus, rate_hz: float, timeout_ns=_dist.uniform(4_000_000, 400_000_000),
+                    function: str = "remote_timer_fn") -> Workload:
+    """One CPU (kept busy) arming timers on others with add_timer_on at
+    ``rate_hz``, each on a random CPU of ``to_cpus`` with a random timeout —
+    the test of the lazy-wakeup patch in the seeds."""
+    to = tuple(check_int("remote_enqueuer.to_cpus", c, minimum=0) for c in to_cpus)
+    if not to:
+        raise ValueError("remote_enqueuer: to_cpus is empty")
+    return _one("remote_enqueuer", CpuSelection(), from_cpu=check_int("remote_enqueuer.from_cpu", from_cpu, minimum=0),
+                to_cpus=to, rate_hz=_rate("remote_enqueuer.rate_hz", rate_hz),
+                timeout_ns=_dist.as_dist("remote_enqueuer.timeout_ns", timeout_ns), function=function)
+
+
+def mixed(*, busy_fraction: float = 0.25) -> Workload:
+    """The default: a quarter of the CPUs busy, tasks on every CPU sleeping on
+    timers and arming network-like timeouts, and deferrable periodic work."""
+    return (busy(fraction=busy_fraction)
+            + tasks(run_ns=_dist.exponential(200_000), sleep_ns=_dist.exponential(10_000_000), timeouts=2)
+            + periodic(period_ns=1_000_000_000, flags="D"))
+
+
+def _check_flags(name, flags) -> str:
+    bits = parse_timer_flags(flags) if isinstance(flags, str) else None
+    if bits is None:
+        raise TypeError(f"{name} must be a string of flag letters like 'D|P', got {flags!r}")
+    if bits & ~(parse_timer_flags("D|P")):
+        raise ValueError(f"{name}={flags!r}: only D (deferrable) and P (pinned) are allowed")
+    return flags
