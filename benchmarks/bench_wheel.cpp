@@ -72,7 +72,7 @@ struct WheelBench {
   timerlab::TimerBase& target_base(timerlab::TimerId, timerlab::TimerBase& cur) { return cur; }
   void trace_timer_start(timerlab::TimerBase&, timerlab::TimerId, const timerlab::EnqueueResult&) {}
   void trace_timer_cancel(timerlab::TimerBase&, timerlab::TimerId) {}
-  void trigger_dyntick_cpu(timerlab::TimerBase&, timerlab::TimerId) {}
+  void trigger_dyntick_cpu(timerlab::TimerBase&, timerlab::TimerId, bool) {}
 };
 
 struct HeapBench {
