@@ -64,20 +64,29 @@ struct TimerInfo {
 };
 
 // Indexed min-heap of CPUs keyed by their next source time (ties: lower CPU).
+// Four children per node and the keys stored in the heap itself: every step
+// re-keys one CPU, and this is the hottest loop of a large machine.
 class CpuHeap {
  public:
   explicit CpuHeap(unsigned n);
   void update(unsigned cpu, std::int64_t t);
-  unsigned top() const { return heap_[0]; }
-  std::int64_t top_time() const { return key_[heap_[0]]; }
+  unsigned top() const { return heap_[0].cpu; }
+  std::int64_t top_time() const { return heap_[0].t; }
 
  private:
-  bool less(unsigned a, unsigned b) const { return key_[a] != key_[b] ? key_[a] < key_[b] : a < b; }
-  void sift_up(std::size_t i);
-  void sift_down(std::size_t i);
-  std::vector<unsigned> heap_;
-  std::vector<std::size_t> pos_;
-  std::vector<std::int64_t> key_;
+  struct Node {
+    std::int64_t t;
+    unsigned cpu;
+    bool operator<(const Node& o) const { return t != o.t ? t < o.t : cpu < o.cpu; }
+  };
+  void place(std::size_t i, Node n) {
+    heap_[i] = n;
+    pos_[n.cpu] = static_cast<std::uint32_t>(i);
+  }
+  void sift_up(std::size_t i, Node n);
+  void sift_down(std::size_t i, Node n);
+  std::vector<Node> heap_;
+  std::vector<std::uint32_t> pos_;
 };
 
 class Engine final : public TmigrHost {

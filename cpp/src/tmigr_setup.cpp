@@ -36,10 +36,14 @@ Tmigr::Tmigr(const Topology& topo, TmigrSetup setup, TmigrTracer* tracer)
   // Boot: the boot CPU is prepared and comes online first; then every other
   // CPU is prepared (by an online CPU), then they come online in order.
   const auto& order = topo.bringup_order();
+  tracer_->boot_cpu(order[0]);
   add_cpu(order[0]);
   cpu_online(order[0]);
   for (std::size_t i = 1; i < order.size(); ++i) add_cpu(order[i]);
-  for (std::size_t i = 1; i < order.size(); ++i) cpu_online(order[i]);
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    tracer_->boot_cpu(order[i]);
+    cpu_online(order[i]);
+  }
 }
 
 int Tmigr::root() const {

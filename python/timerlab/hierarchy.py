@@ -15,7 +15,7 @@ import pandas as pd
 
 from . import _core
 from ._events import events_frame
-from .kernel import kernel_has_numa_tree_fix
+from .kernel import kernel_has, kernel_has_numa_tree_fix
 from .topology import Topology
 
 
@@ -58,8 +58,19 @@ def hierarchy(*, cpus: int | None = None, nodes: int | None = None, node_of_cpu=
     how the hierarchy is built: before the fix for imbalanced NUMA trees
     ("6.12" and older) or after it ("6.18", "latest").
     """
-    topo = topology if topology is not None else Topology(
-        cpus=cpus, nodes=nodes, node_of_cpu=node_of_cpu, smt=smt, llc_size=llc_size, bringup_order=bringup_order)
+    if topology is not None:
+        given = [k for k, v in dict(cpus=cpus, nodes=nodes, node_of_cpu=node_of_cpu, bringup_order=bringup_order).items()
+                 if v is not None] + (["smt"] if smt != 1 else []) + (["llc_size"] if llc_size else [])
+        if given:
+            raise ValueError(f"hierarchy: give topology= or the topology options, not both (got {', '.join(given)})")
+        if not isinstance(topology, Topology):
+            raise TypeError("topology must be a timerlab.Topology")
+        topo = topology
+    else:
+        topo = Topology(cpus=cpus, nodes=nodes, node_of_cpu=node_of_cpu, smt=smt, llc_size=llc_size,
+                        bringup_order=bringup_order)
+    if not kernel_has(kernel, "pull_model"):
+        raise ValueError(f"kernel={kernel!r}: the timer migration hierarchy exists from 6.9 on")
     fixed = kernel_has_numa_tree_fix(kernel)
     h = _core.Hierarchy(topo.cpus, topo.nodes, list(topo.node_of_cpu), topo.smt, topo.llc_size,
                         list(topo.bringup_order), fixed)

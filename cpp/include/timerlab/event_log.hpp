@@ -87,6 +87,7 @@ class EventLog {
     cpu_ = static_cast<std::int32_t>(cpu);
   }
   unsigned cpu() const { return static_cast<unsigned>(cpu_); }
+  std::int64_t ts_ns() const { return ts_ns_; }
   // Append a row in the current context; up to 9 values in slot order.
   void add(SimEvent e, std::initializer_list<std::uint64_t> values) {
     EventRow& r = rows_.emplace_back();
@@ -110,6 +111,7 @@ class EventLog {
 class TmigrLogTracer final : public TmigrTracer {
  public:
   explicit TmigrLogTracer(EventLog& log) : log_(log) {}
+  void boot_cpu(unsigned cpu) override { log_.set_context(log_.ts_ns(), cpu); }
   void group_set(const Tmigr& t, int group) override;
   void connect_child_parent(const Tmigr& t, int child) override;
   void connect_cpu_parent(const Tmigr& t, unsigned cpu) override;

@@ -135,6 +135,9 @@ class Tmigr;
 class TmigrTracer {
  public:
   virtual ~TmigrTracer() = default;
+  // At boot, the CPU the following events happen on: set-up runs on the
+  // boot CPU, each CPU's online step on that CPU (cpuhp/N).
+  virtual void boot_cpu(unsigned /*cpu*/) {}
   virtual void group_set(const Tmigr&, int /*group*/) {}
   virtual void connect_child_parent(const Tmigr&, int /*child*/) {}
   virtual void connect_cpu_parent(const Tmigr&, unsigned /*cpu*/) {}

@@ -1,0 +1,91 @@
+"""Engine speed and memory (a benchmark, not a test).
+
+    python benchmarks/bench_engine.py [--quick] [--cpus 8 64 256 1024 4096]
+
+For each CPU count: 2 NUMA nodes, a quarter of the CPUs busy, and on every
+CPU a task cycling run 100 us / sleep 4 ms (schedule_timeout, so about 10 ms
+with the jiffy rounding) that arms four timeouts per run (each cancelled 90 %
+of the time): about 1000 timer operations (arm, cancel, expire) per CPU per
+simulated second. Each configuration runs
+in a fresh process (so its peak RSS is its own) under both placement
+models. Reported: timer events per wall-clock second, simulated seconds per
+wall-clock second, wall time per timer event, the hierarchy's depth, peak
+RSS. Then the memory cost of a pending timer: the RSS difference between two
+runs that differ only in how many timers stay pending (10^6 long timeouts).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+CHILD = r"""
+import json, resource, sys, time
+import timerlab as tl
+cpus, placement, duration_ns, pending = json.loads(sys.argv[1])
+if pending:
+    # Every CPU arms long timeouts at a steady rate and never cancels them.
+    rate = pending / cpus / (duration_ns / 1e9)
+    w = tl.workloads.timeouts(rate_hz=rate, timeout_ns=1e12, cancel_p=0.0) + tl.workloads.busy(fraction=1.0)
+else:
+    w = (tl.workloads.busy(fraction=0.25)
+         + tl.workloads.tasks(run_ns=tl.dist.exponential(100_000), sleep_ns=tl.dist.exponential(4_000_000),
+                              timeouts=4, cancel_p=0.9, timeout_ns=tl.dist.uniform(10e6, 300e6)))
+cfg = tl.Config(cpus=cpus, nodes=2 if cpus > 1 else 1, placement=placement,
+                kernel="latest" if placement == "pull" else "6.8", workload=w, duration_ns=duration_ns,
+                record_timers=False, seed=1)
+t0 = time.perf_counter()
+r = tl.simulate(cfg)
+wall = time.perf_counter() - t0
+levels = tl.hierarchy(topology=cfg.topology).levels
+print(json.dumps({"cpus": cpus, "placement": placement, "wall_s": wall,
+                  "timer_events": int(r.summary["timer_events"]), "steps": int(r.summary["steps"]),
+                  "peak_pending": int(r.summary["peak_pending_timers"]), "levels": levels,
+                  "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "duration_s": duration_ns / 1e9}))
+"""
+
+
+def run(args) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="shorter runs")
+    ap.add_argument("--cpus", type=int, nargs="+", default=[8, 64, 256, 1024, 4096])
+    a = ap.parse_args()
+    rows = []
+    for cpus in a.cpus:
+        duration = int((0.5 if a.quick else 2.0) * 1e9 * min(1.0, 256 / cpus) * (4 if cpus <= 64 else 1))
+        for placement in ("pull", "push"):
+            r = run([cpus, placement, duration, 0])
+            r["events_per_s"] = r["timer_events"] / r["wall_s"]
+            r["x_realtime"] = r["duration_s"] / r["wall_s"]
+            r["ns_per_event"] = r["wall_s"] / r["timer_events"] * 1e9
+            r["ops_per_cpu_per_s"] = r["timer_events"] / r["cpus"] / r["duration_s"]
+            rows.append(r)
+    print(f"{'cpus':>5} {'model':>5} {'levels':>6} {'sim s':>6} {'ops/cpu/s':>9} {'timer events':>13} "
+          f"{'steps':>11} {'M events/s':>10} {'M steps/s':>9} {'x realtime':>10} {'ns/event':>8} {'peak RSS MiB':>12}")
+    for r in rows:
+        print(f"{r['cpus']:>5} {r['placement']:>5} {r['levels']:>6} {r['duration_s']:>6.2f} {r['ops_per_cpu_per_s']:>9.0f} "
+              f"{r['timer_events']:>13,} {r['steps']:>11,} {r['events_per_s'] / 1e6:>10.2f} "
+              f"{r['steps'] / r['wall_s'] / 1e6:>9.2f} {r['x_realtime']:>10.1f} {r['ns_per_event']:>8.0f} "
+              f"{r['max_rss_kib'] / 1024:>12.1f}")
+    cpus, dur = 64, 1_000_000_000
+    small, big = run([cpus, "pull", dur, 10_000]), run([cpus, "pull", dur, 1_000_000])
+    per_timer = (big["max_rss_kib"] - small["max_rss_kib"]) * 1024 / (big["peak_pending"] - small["peak_pending"])
+    print(f"\npending timers: {small['peak_pending']:,} -> {big['peak_pending']:,}, peak RSS "
+          f"{small['max_rss_kib'] / 1024:.1f} -> {big['max_rss_kib'] / 1024:.1f} MiB: {per_timer:.0f} bytes per pending timer")
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "engine.json").write_text(json.dumps({"runs": rows, "bytes_per_pending_timer": per_timer}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
