@@ -136,12 +136,14 @@ SimResult Engine::run() {
                                std::to_string(c));
     }
     // Everything this CPU has due now, before the heap is re-keyed.
+    std::int64_t next;
     do {
       step(c);
       ++res_.steps;
       if (cfg_.check_invariants) check_invariants();
-    } while (next_time(c) <= now_);
-    touch(c);
+      next = next_time(c);
+    } while (next <= now_);
+    heap_.update(c, next);
   }
   now_ = end_ns_;
   for (unsigned c = 0; c < n; ++c) account(c);

@@ -4,6 +4,7 @@
 #include <bit>
 #include <climits>
 #include <sstream>
+#include <stdexcept>
 
 #include "timerlab/tmigr.hpp"
 
@@ -12,6 +13,18 @@ namespace timerlab {
 namespace {
 
 constexpr int kNoEvent = INT_MIN;
+
+// Debug builds check the hierarchy's invariants after every entry point
+// (reference §4.9); release builds leave that to Config(check_invariants=True).
+#ifdef NDEBUG
+#define TMIGR_DEBUG_CHECK() ((void)0)
+#else
+#define TMIGR_DEBUG_CHECK()                                                              \
+  do {                                                                                   \
+    const std::string problem_ = check_invariants();                                     \
+    if (!problem_.empty()) throw std::logic_error("tmigr invariant violated: " + problem_); \
+  } while (0)
+#endif
 
 bool check_migrator(const TmigrGroup& g, std::uint8_t childmask) {
   return g.state.migrator == childmask || g.state.migrator == TMIGR_NONE;
@@ -101,6 +114,7 @@ void Tmigr::tmigr_cpu_activate(unsigned cpu) {
   if (tmc.tmgroup < 0 || !tmc.online || !tmc.idle) return;
   tmc.idle = false;
   activate(cpu);
+  TMIGR_DEBUG_CHECK();
 }
 
 // ---------------------------------------------------------------------------
@@ -192,6 +206,7 @@ std::uint64_t Tmigr::tmigr_cpu_new_timer(unsigned cpu, std::uint64_t nextexp) {
     tmc.wakeup = ret;
   }
   tracer_->cpu_new_timer_idle(*this, cpu, nextexp);
+  TMIGR_DEBUG_CHECK();
   return ret;
 }
 
@@ -240,6 +255,7 @@ std::uint64_t Tmigr::tmigr_cpu_deactivate(unsigned cpu, std::uint64_t nextexp) {
   tmc.idle = true;
   tmc.wakeup = ret;
   tracer_->cpu_idle(*this, cpu, nextexp);
+  TMIGR_DEBUG_CHECK();
   return ret;
 }
 
@@ -326,6 +342,7 @@ unsigned Tmigr::tmigr_handle_remote(unsigned cpu, std::uint64_t now, TmigrHost& 
   current_cpu_ = cpu;
   walk_groups([&](int g, int, Walk& d) { return tmigr_handle_remote_up(g, d, host, handled); }, data, cpu);
   tmc.wakeup = data.firstexp;
+  TMIGR_DEBUG_CHECK();
   return handled;
 }
 
