@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from ._validate import check_choice, check_hz, check_int
 from .kernel import kernel_has, parse_kernel
-from .topology import Topology
+from .topology import LAYOUTS, Topology
 from .workloads import Workload, mixed
 
 PLACEMENTS = ("push", "pull")
 REMOTE_WAKEUPS = ("lazy", "always")
-LAYOUTS = ("contiguous", "interleaved")
 
 _DEFAULTS = dict(
     cpus=None, nodes=None, node_of_cpu=None, layout="contiguous", smt=1, llc_size=0, bringup_order=None,
@@ -143,14 +142,6 @@ def _topology(args) -> Topology:
         if not isinstance(args["topology"], Topology):
             raise TypeError("topology must be a timerlab.Topology")
         return args["topology"]
-    layout = check_choice("layout", args["layout"], LAYOUTS)
-    node_of_cpu = args["node_of_cpu"]
-    if node_of_cpu is None and layout == "interleaved":
-        cpus = check_int("cpus", args["cpus"] if args["cpus"] is not None else 8, minimum=1)
-        nodes = check_int("nodes", args["nodes"] if args["nodes"] is not None else 1, minimum=1)
-        if nodes > cpus:
-            raise ValueError(f"nodes={nodes} exceeds cpus={cpus}: every node needs a CPU")
-        node_of_cpu = [c % nodes for c in range(cpus)]
-    cpus = args["cpus"] if args["cpus"] is not None or node_of_cpu is not None else 8
-    return Topology(cpus=cpus, nodes=args["nodes"], node_of_cpu=node_of_cpu, smt=args["smt"],
-                    llc_size=args["llc_size"], bringup_order=args["bringup_order"])
+    cpus = args["cpus"] if args["cpus"] is not None or args["node_of_cpu"] is not None else 8
+    return Topology(cpus=cpus, nodes=args["nodes"], node_of_cpu=args["node_of_cpu"], layout=args["layout"],
+                    smt=args["smt"], llc_size=args["llc_size"], bringup_order=args["bringup_order"])

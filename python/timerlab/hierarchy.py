@@ -48,8 +48,8 @@ class Hierarchy:
                 f"{self.levels} levels, crossnode level {self.crossnode_level}, groups per level {per_level})")
 
 
-def hierarchy(*, cpus: int | None = None, nodes: int | None = None, node_of_cpu=None, smt: int = 1,
-              llc_size: int = 0, bringup_order=None, kernel: str = "latest",
+def hierarchy(*, cpus: int | None = None, nodes: int | None = None, node_of_cpu=None, layout: str = "contiguous",
+              smt: int = 1, llc_size: int = 0, bringup_order=None, kernel: str = "latest",
               topology: Topology | None = None) -> Hierarchy:
     """Build the timer-migration hierarchy of a topology.
 
@@ -60,15 +60,16 @@ def hierarchy(*, cpus: int | None = None, nodes: int | None = None, node_of_cpu=
     """
     if topology is not None:
         given = [k for k, v in dict(cpus=cpus, nodes=nodes, node_of_cpu=node_of_cpu, bringup_order=bringup_order).items()
-                 if v is not None] + (["smt"] if smt != 1 else []) + (["llc_size"] if llc_size else [])
+                 if v is not None] + (["smt"] if smt != 1 else []) + (["llc_size"] if llc_size else []) + (
+                     ["layout"] if layout != "contiguous" else [])
         if given:
             raise ValueError(f"hierarchy: give topology= or the topology options, not both (got {', '.join(given)})")
         if not isinstance(topology, Topology):
             raise TypeError("topology must be a timerlab.Topology")
         topo = topology
     else:
-        topo = Topology(cpus=cpus, nodes=nodes, node_of_cpu=node_of_cpu, smt=smt, llc_size=llc_size,
-                        bringup_order=bringup_order)
+        topo = Topology(cpus=cpus, nodes=nodes, node_of_cpu=node_of_cpu, layout=layout, smt=smt,
+                        llc_size=llc_size, bringup_order=bringup_order)
     if not kernel_has(kernel, "pull_model"):
         raise ValueError(f"kernel={kernel!r}: the timer migration hierarchy exists from 6.9 on")
     fixed = kernel_has_numa_tree_fix(kernel)

@@ -9,14 +9,16 @@ from dataclasses import dataclass, field
 
 from ._validate import check_int
 
+LAYOUTS = ("contiguous", "interleaved")
+
 
 @dataclass(frozen=True)
 class Topology:
     """A machine's CPUs and how they are grouped.
 
-    ``cpus``: CPU count. ``nodes``: NUMA nodes; CPUs are split into contiguous
-    blocks unless ``node_of_cpu`` lists each CPU's node (e.g. interleaved:
-    ``[c % 2 for c in range(32)]``). ``smt``: threads per core (consecutive
+    ``cpus``: CPU count. ``nodes``: NUMA nodes; ``layout`` "contiguous"
+    splits the CPUs into blocks per node, "interleaved" puts CPU c on node
+    c % nodes; or ``node_of_cpu`` lists each CPU's node. ``smt``: threads per core (consecutive
     CPUs of a node). ``llc_size``: CPUs per last-level cache (0: one per
     node). ``bringup_order``: the order CPUs come online (default by number);
     the timer-migration hierarchy fills its groups in that order.
@@ -29,7 +31,13 @@ class Topology:
     llc_size: int = 0
     bringup_order: tuple = field(default=())
 
-    def __init__(self, *, cpus=None, nodes=None, node_of_cpu=None, smt=1, llc_size=0, bringup_order=None):
+    def __init__(self, *, cpus=None, nodes=None, node_of_cpu=None, layout="contiguous", smt=1, llc_size=0,
+                 bringup_order=None):
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout={layout!r} is not allowed; choose one of {', '.join(map(repr, LAYOUTS))}")
+        if layout == "interleaved" and node_of_cpu is None and cpus is not None:
+            n = check_int("nodes", 1 if nodes is None else nodes, minimum=1)
+            node_of_cpu = [c % n for c in range(check_int("cpus", cpus, minimum=1))]
         if cpus is None and node_of_cpu is not None:
             cpus = len(node_of_cpu)
         if cpus is None:
