@@ -79,6 +79,15 @@ WorkloadSpec workload_of(const py::dict& d) {
     p.function = get<std::uint16_t>(pd, "function");
     w.periodic.push_back(std::move(p));
   }
+  for (const auto& h : get<py::list>(d, "loops")) {
+    const auto ld = h.cast<py::dict>();
+    LoopSpec l;
+    l.cpu = get<unsigned>(ld, "cpu");
+    l.pairs = get<unsigned>(ld, "pairs");
+    l.timeout_ns = dist_of(ld["timeout_ns"]);
+    l.function = get<std::uint16_t>(ld, "function");
+    w.loops.push_back(std::move(l));
+  }
   for (const auto& h : get<py::list>(d, "remote")) {
     const auto rd = h.cast<py::dict>();
     RemoteEnqueueSpec r;
@@ -90,6 +99,37 @@ WorkloadSpec workload_of(const py::dict& d) {
     w.remote.push_back(std::move(r));
   }
   return w;
+}
+
+IdleTable idle_of(const py::dict& d) {
+  IdleTable t;
+  t.busy_power_mw = get<double>(d, "busy_power_mw");
+  for (const auto& h : get<py::list>(d, "states")) {
+    const auto sd = h.cast<py::dict>();
+    IdleState st;
+    st.name = get<std::string>(sd, "name");
+    st.exit_latency_ns = get<std::int64_t>(sd, "exit_latency_ns");
+    st.target_residency_ns = get<std::int64_t>(sd, "target_residency_ns");
+    st.power_mw = get<double>(sd, "power_mw");
+    st.transition_uj = get<double>(sd, "transition_uj");
+    st.polling = get<bool>(sd, "polling");
+    st.package = get<bool>(sd, "package");
+    st.disabled = get<bool>(sd, "disabled");
+    t.states.push_back(std::move(st));
+  }
+  return t;
+}
+
+OverheadModel overhead_of(const py::dict& d) {
+  OverheadModel o;
+  o.enqueue_ns = get<double>(d, "enqueue_ns");
+  o.dequeue_ns = get<double>(d, "dequeue_ns");
+  o.push_target_ns = get<double>(d, "push_target_ns");
+  o.push_domain_ns = get<double>(d, "push_domain_ns");
+  o.tmigr_level_ns = get<double>(d, "tmigr_level_ns");
+  o.remote_cpu_ns = get<double>(d, "remote_cpu_ns");
+  o.expire_ns = get<double>(d, "expire_ns");
+  return o;
 }
 
 SimConfig config_of(const py::dict& d) {
@@ -110,6 +150,12 @@ SimConfig config_of(const py::dict& d) {
   c.record_events = get<bool>(d, "record_events");
   c.record_timers = get<bool>(d, "record_timers");
   c.check_invariants = get<bool>(d, "check_invariants");
+  c.record_idle = get<bool>(d, "record_idle");
+  c.idle = idle_of(get<py::dict>(d, "idle"));
+  c.governor = get<std::string>(d, "governor");
+  c.latency_req_ns = get<std::int64_t>(d, "latency_req_ns");
+  c.teo_tick_intercepts_fixed = get<bool>(d, "teo_tick_intercepts_fixed");
+  c.overhead = overhead_of(get<py::dict>(d, "overhead"));
   c.workload = workload_of(get<py::dict>(d, "workload"));
   return c;
 }
@@ -122,6 +168,62 @@ py::array_t<T> column(const std::vector<CpuCounters>& rows, F f) {
   return to_numpy(std::move(v));
 }
 
+py::dict usage_dict(const std::vector<std::vector<StateUsage>>& usage) {
+  std::vector<std::int32_t> cpu, state;
+  std::vector<std::int64_t> hits, total, min, max, above, below;
+  for (std::size_t c = 0; c < usage.size(); ++c) {
+    for (std::size_t s = 0; s < usage[c].size(); ++s) {
+      const StateUsage& u = usage[c][s];
+      cpu.push_back(static_cast<std::int32_t>(c));
+      state.push_back(static_cast<std::int32_t>(s));
+      hits.push_back(static_cast<std::int64_t>(u.usage));
+      total.push_back(u.time_ns);
+      min.push_back(u.usage ? u.min_ns : 0);
+      max.push_back(u.max_ns);
+      above.push_back(static_cast<std::int64_t>(u.above));
+      below.push_back(static_cast<std::int64_t>(u.below));
+    }
+  }
+  py::dict d;
+  d["cpu"] = to_numpy(std::move(cpu));
+  d["state"] = to_numpy(std::move(state));
+  d["hits"] = to_numpy(std::move(hits));
+  d["total_ns"] = to_numpy(std::move(total));
+  d["min_ns"] = to_numpy(std::move(min));
+  d["max_ns"] = to_numpy(std::move(max));
+  d["above"] = to_numpy(std::move(above));
+  d["below"] = to_numpy(std::move(below));
+  return d;
+}
+
+py::dict idle_periods_dict(std::vector<IdlePeriod>&& p) {
+  const std::size_t n = p.size();
+  std::vector<std::int32_t> cpu(n), state(n);
+  std::vector<std::int64_t> start(n), duration(n), predicted(n);
+  std::vector<std::uint8_t> cause(n), above(n), below(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    cpu[i] = p[i].cpu;
+    state[i] = p[i].state;
+    start[i] = p[i].start_ns;
+    duration[i] = p[i].duration_ns;
+    predicted[i] = p[i].predicted_ns;
+    cause[i] = static_cast<std::uint8_t>(p[i].cause);
+    above[i] = p[i].above;
+    below[i] = p[i].below;
+  }
+  p = {};
+  py::dict d;
+  d["cpu"] = to_numpy(std::move(cpu));
+  d["start_ns"] = to_numpy(std::move(start));
+  d["duration_ns"] = to_numpy(std::move(duration));
+  d["state"] = to_numpy(std::move(state));
+  d["predicted_ns"] = to_numpy(std::move(predicted));
+  d["cause"] = to_numpy(std::move(cause));
+  d["above"] = to_numpy(std::move(above));
+  d["below"] = to_numpy(std::move(below));
+  return d;
+}
+
 py::dict result_dict(SimResult&& r) {
   py::dict per_cpu;
 #define TL_COL(name) per_cpu[#name] = column<std::int64_t>(r.cpus, [](const CpuCounters& c) { return c.name; })
@@ -129,9 +231,6 @@ py::dict result_dict(SimResult&& r) {
   TL_COL(idle_ns);
   TL_COL(idle_entries);
   TL_COL(wakeups);
-  TL_COL(wakeups_timer);
-  TL_COL(wakeups_ipi);
-  TL_COL(wakeups_irq);
   TL_COL(tick_stops);
   TL_COL(ticks);
   TL_COL(softirqs);
@@ -144,6 +243,13 @@ py::dict result_dict(SimResult&& r) {
   TL_COL(ipis_received);
   TL_COL(tasks_woken);
 #undef TL_COL
+  static const char* causes[] = {"timer", "remote_duty", "ipi", "task", "tick", "irq"};
+  for (int k = 0; k < static_cast<int>(WakeCause::count_); ++k) {
+    per_cpu[(std::string("wakeups_") + causes[k]).c_str()] =
+        column<std::int64_t>(r.cpus, [k](const CpuCounters& c) { return c.wakeups_by[k]; });
+  }
+  per_cpu["energy_uj"] = column<double>(r.cpus, [](const CpuCounters& c) { return c.energy_uj; });
+  per_cpu["timer_overhead_ns"] = column<double>(r.cpus, [](const CpuCounters& c) { return c.timer_overhead_ns; });
   const std::size_t n = r.timers.size();
   std::vector<std::uint32_t> timer(n), flags(n);
   std::vector<std::uint16_t> function(n);
@@ -151,6 +257,7 @@ py::dict result_dict(SimResult&& r) {
   std::vector<std::int64_t> armed_ns(n), end_ns(n);
   std::vector<std::uint64_t> expires(n), bucket(n);
   std::vector<std::uint8_t> outcome(n);
+  std::vector<std::int32_t> exit_latency(n);
   for (std::size_t i = 0; i < n; ++i) {
     const TimerRow& t = r.timers[i];
     timer[i] = t.timer;
@@ -164,6 +271,7 @@ py::dict result_dict(SimResult&& r) {
     expires[i] = t.expires_jiffies;
     bucket[i] = t.bucket_expiry_jiffies;
     outcome[i] = static_cast<std::uint8_t>(t.outcome);
+    exit_latency[i] = t.exit_latency_ns;
   }
   r.timers = {};
   py::dict timers;
@@ -178,8 +286,11 @@ py::dict result_dict(SimResult&& r) {
   timers["outcome"] = to_numpy(std::move(outcome));
   timers["end_ns"] = to_numpy(std::move(end_ns));
   timers["cpu_expired"] = to_numpy(std::move(cpu_expired));
+  timers["exit_latency_ns"] = to_numpy(std::move(exit_latency));
   py::dict out;
   out["per_cpu"] = per_cpu;
+  out["residency"] = usage_dict(r.usage);
+  out["idle_periods"] = idle_periods_dict(std::move(r.idle_periods));
   out["timers"] = timers;
   out["events"] = event_log_arrays(std::move(r.events));
   out["steps"] = r.steps;

@@ -63,6 +63,8 @@ void CpuHeap::sift_down(std::size_t i, Node n) {
 void SimConfig::validate() const {
   auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
   checked_lvl_depth(hz);
+  idle.validate_or_empty();
+  if (latency_req_ns < 0) bad("latency_req_ns must be >= 0");
   if (duration_ns <= 0) bad("duration_ns must be positive, got " + std::to_string(duration_ns));
   if (start_ns < 0) bad("start_ns must be >= 0, got " + std::to_string(start_ns));
   if (duration_ns > (std::int64_t{1} << 62) - start_ns) bad("duration_ns is too long");
@@ -87,6 +89,20 @@ Engine::Engine(const SimConfig& cfg)
   tmigr_->set_remote_expires_self(cfg_.remote_expires_self);
   cpus_.resize(n);
   res_.cpus.resize(n);
+  if (cfg_.idle.states.empty()) {
+    // No table: the default idle of a machine without a cpuidle driver.
+    cfg_.idle.states.push_back({"default", 0, 0, 0, 0, false, false, false});
+  }
+  GovernorParams gp;
+  gp.table = &cfg_.idle;
+  gp.tick_nsec = static_cast<std::int64_t>(tick_nsec_);
+  gp.latency_req_ns = cfg_.latency_req_ns;
+  gp.teo_tick_intercepts_fixed = cfg_.teo_tick_intercepts_fixed;
+  for (CpuState& cs : cpus_) cs.governor = make_governor(cfg_.governor, gp);
+  res_.usage.assign(n, std::vector<StateUsage>(cfg_.idle.states.size()));
+  node_idle_.assign(topo_.nr_nodes(), 0);
+  node_size_.assign(topo_.nr_nodes(), 0);
+  for (unsigned c = 0; c < n; ++c) ++node_size_[static_cast<unsigned>(topo_.node_of(c))];
 }
 
 jiffies_t Engine::jiffies_at(std::int64_t ns) const {
@@ -102,6 +118,8 @@ std::int64_t Engine::next_tick_after(std::int64_t ns) const {
 
 std::int64_t Engine::next_time(unsigned cpu) const {
   const CpuState& cs = cpus_[cpu];
+  // While paying its exit latency a CPU runs no code: everything waits.
+  if (cs.act == Activity::exiting) return cs.exit_done;
   std::int64_t t = std::min(cs.ipi_at, cs.irq_end);
   t = std::min(t, cs.tick_stopped ? cs.wakeup : cs.next_tick);
   if (!cs.work.empty()) t = std::min(t, cs.work.top().t);
@@ -137,16 +155,22 @@ SimResult Engine::run() {
     }
     // Everything this CPU has due now, before the heap is re-keyed.
     std::int64_t next;
+    const std::uint64_t walks = tmigr_->walk_steps();
     do {
       step(c);
       ++res_.steps;
       if (cfg_.check_invariants) check_invariants();
       next = next_time(c);
     } while (next <= now_);
+    res_.cpus[c].timer_overhead_ns += cfg_.overhead.tmigr_level_ns * static_cast<double>(tmigr_->walk_steps() - walks);
     heap_.update(c, next);
   }
   now_ = end_ns_;
-  for (unsigned c = 0; c < n; ++c) account(c);
+  for (unsigned c = 0; c < n; ++c) {
+    account(c);
+    // Busy time at busy power (mW x ns = 1e-6 µJ).
+    res_.cpus[c].energy_uj += cfg_.idle.busy_power_mw * static_cast<double>(res_.cpus[c].busy_ns) * 1e-6;
+  }
   res_.end_ns = end_ns_;
   res_.pending_at_end = pending_;
   if (cfg_.record_events) res_.events = log_.take();
@@ -156,21 +180,30 @@ SimResult Engine::run() {
 void Engine::step(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
   set_context(cpu);
+  if (cs.act == Activity::exiting) {
+    finish_exit(cpu);
+    return;
+  }
   const std::int64_t clock = cs.tick_stopped ? cs.wakeup : cs.next_tick;
-  if (cs.ipi_at <= now_) {
+  const WakeSource src = cs.ipi_at <= now_ ? WakeSource::ipi : clock <= now_ ? WakeSource::clock : WakeSource::device;
+  if (cs.act == Activity::idle) {
+    // The interrupt wakes the CPU; it is served once the state's exit
+    // latency has passed.
+    begin_exit(cpu, src);
+    return;
+  }
+  if (src == WakeSource::ipi) {
     cs.ipi_at = INT64_MAX;
     ++res_.cpus[cpu].ipis_received;
-    if (cs.act == Activity::idle) idle_exit_to_irq(cpu, res_.cpus[cpu].wakeups_ipi);
-    // A reschedule IPI: an idle CPU leaves its idle loop (and re-enters it
-    // if no task is waiting); a running CPU has nothing to do.
+    // A reschedule IPI: a CPU in its idle loop leaves it (and re-enters it if
+    // no task is waiting); a running CPU has nothing to do.
     if (cs.act == Activity::irq) cs.need_resched = true;
-  } else if (clock <= now_) {
+  } else if (src == WakeSource::clock) {
     if (cs.tick_stopped) {
       cs.wakeup = INT64_MAX;  // one-shot: the idle loop programs the next
     } else {
-      cs.next_tick = now_ + static_cast<std::int64_t>(tick_nsec_);
+      cs.next_tick = next_tick_after(now_);  // on the grid, even after an exit latency
     }
-    if (cs.act == Activity::idle) idle_exit_to_irq(cpu, res_.cpus[cpu].wakeups_timer);
     tick(cpu);
   } else if (cs.irq_end <= now_) {
     cs.irq_end = INT64_MAX;
@@ -185,7 +218,7 @@ void Engine::step(unsigned cpu) {
 void Engine::account(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
   const std::int64_t d = now_ - cs.since;
-  if (cs.act == Activity::idle) {
+  if (in_idle_period(cs.act)) {
     res_.cpus[cpu].idle_ns += d;
   } else {
     res_.cpus[cpu].busy_ns += d;
@@ -221,7 +254,8 @@ void Engine::run_timer_softirq(unsigned cpu) {
   run_base(tc.base(BASE_DEF));
   if (cfg_.pull_model) {
     set_context(cpu);
-    tmigr_->tmigr_handle_remote(cpu, basem_of(jiffies()), *this);
+    const unsigned handled = tmigr_->tmigr_handle_remote(cpu, basem_of(jiffies()), *this);
+    res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.remote_cpu_ns * handled;
   }
 }
 
@@ -251,11 +285,13 @@ void Engine::expire_timer(TimerBase& base, TimerId t, jiffies_t baseclk) {
     ++res_.cpus[owner].timers_expired_remote;
     ++res_.cpus[cur_].remote_expiries_done;
   }
+  res_.cpus[cur_].timer_overhead_ns += cfg_.overhead.expire_ns;
   if (info.row >= 0) {
     TimerRow& row = res_.timers[static_cast<std::size_t>(info.row)];
     row.outcome = TimerOutcome::expired;
     row.end_ns = now_;
     row.cpu_expired = static_cast<std::int32_t>(cur_);
+    row.exit_latency_ns = static_cast<std::int32_t>(cpus_[cur_].wake_exit_latency);
     info.row = -1;
   }
   const std::uint64_t ptr = std::uint64_t{t} + 1;
@@ -291,6 +327,7 @@ void Engine::release_timer(TimerId t) {
 
 void Engine::arm(unsigned cpu, TimerId t, jiffies_t expires, unsigned options) {
   set_context(cpu);
+  res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.enqueue_ns;
   in_mod_timer_ = true;
   __mod_timer(*this, t, expires, options);
   in_mod_timer_ = false;
@@ -301,7 +338,7 @@ void Engine::arm(unsigned cpu, TimerId t, jiffies_t expires, unsigned options) {
 
 void Engine::del_timer(unsigned cpu, TimerId t) {
   set_context(cpu);
-  timer_delete(*this, t);
+  if (timer_delete(*this, t)) res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.dequeue_ns;
 }
 
 TimerBase& Engine::target_base(TimerId t, TimerBase& current) {
@@ -312,12 +349,15 @@ TimerBase& Engine::target_base(TimerId t, TimerBase& current) {
   return cpu_timers_[get_nohz_timer_target(cur_)].base(idx);
 }
 
-unsigned Engine::get_nohz_timer_target(unsigned cpu) const {
+unsigned Engine::get_nohz_timer_target(unsigned cpu) {
   // A busy CPU keeps its timers; an idle one (a timer armed from an
   // interrupt) hands them to the nearest busy CPU, smallest domain first,
   // lowest CPU number within a domain.
+  double& overhead = res_.cpus[cpu].timer_overhead_ns;
+  overhead += cfg_.overhead.push_target_ns;
   if (busy_.test(cpu)) return cpu;
   for (const CpuMask* span : topo_.domains_of(cpu)) {
+    overhead += cfg_.overhead.push_domain_ns;
     const int i = span->first_and_not(busy_, cpu);
     if (i >= 0) return static_cast<unsigned>(i);
   }
@@ -359,7 +399,7 @@ void Engine::trace_timer_start(TimerBase& base, TimerId t, const EnqueueResult& 
   if (cfg_.record_timers) {
     info.row = static_cast<std::int64_t>(res_.timers.size());
     res_.timers.push_back({t, info.function, flags, static_cast<std::int32_t>(cur_),
-                           static_cast<std::int32_t>(base.cpu()), -1, now_, -1, tl.expires, r.bucket_expiry,
+                           static_cast<std::int32_t>(base.cpu()), -1, now_, -1, tl.expires, r.bucket_expiry, 0,
                            TimerOutcome::pending});
   }
   if (cfg_.record_events) {

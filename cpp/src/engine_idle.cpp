@@ -1,9 +1,24 @@
-// engine_idle.cpp — NOHZ idle entry, the idle loop, and leaving idle (see
-// nohz.hpp for the model).
+// engine_idle.cpp — NOHZ idle entry, the idle loop with its governor, idle
+// states with their exit latency, and leaving idle (see nohz.hpp and
+// idle.hpp for the models).
 #include "engine_impl.hpp"
 #include "timerlab/nohz.hpp"
 
 namespace timerlab {
+
+// What the governor may ask of the NOHZ code during one pass of the loop.
+class Engine::SleepLength final : public IdleContext {
+ public:
+  SleepLength(Engine& e, unsigned cpu) : e_(e), cpu_(cpu) {}
+  std::int64_t get_sleep_length(std::int64_t* delta_tick) override {
+    return e_.tick_nohz_get_sleep_length(cpu_, delta_tick);
+  }
+  bool tick_stopped() const override { return e_.cpus_[cpu_].tick_stopped; }
+
+ private:
+  Engine& e_;
+  unsigned cpu_;
+};
 
 void Engine::idle_enter(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
@@ -15,13 +30,15 @@ void Engine::idle_enter(unsigned cpu) {
 
 void Engine::idle_iteration(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
-  const jiffies_t basej = jiffies();
-  const std::uint64_t basem = basem_of(basej);
-  if (tick_nohz_next_event(cpu, basej, basem) > 0) tick_nohz_stop_tick(cpu, basej, basem);
-  ++res_.cpus[cpu].idle_entries;
-  if (cfg_.record_events) log_.add(SimEvent::cpu_idle, {kDefaultIdleState, cpu});
-  account(cpu);
-  cs.act = Activity::idle;
+  resolve_cause(cpu);
+  cs.expires_computed = false;
+  // cpuidle_idle_call: the governor picks a state and says whether the tick
+  // may stop; a stopped tick is re-evaluated on every pass anyway.
+  bool stop_tick = true;
+  SleepLength ctx(*this, cpu);
+  const int idx = cs.governor->select(ctx, &stop_tick);
+  if (stop_tick || cs.tick_stopped) tick_nohz_idle_stop_tick(cpu);
+  enter_state(cpu, idx);
 }
 
 std::int64_t Engine::tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::uint64_t basem) {
@@ -29,6 +46,7 @@ std::int64_t Engine::tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::ui
   TimerCpu& tc = cpu_timers_[cpu];
   const std::uint64_t next = cfg_.pull_model ? tc.get_next_timer_interrupt(basej, basem, tick_nsec_, tmigr_.get(), nullptr)
                                              : tc.get_next_timer_interrupt_push(basej, basem, tick_nsec_);
+  cs.expires_computed = true;
   // At most a tick away while the tick runs: keep it.
   if (next - basem <= tick_nsec_ && !cs.tick_stopped) {
     cs.timer_expires = 0;
@@ -36,6 +54,25 @@ std::int64_t Engine::tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::ui
   }
   cs.timer_expires = static_cast<std::int64_t>(std::min<std::uint64_t>(next, KTIME_MAX));
   return cs.timer_expires;
+}
+
+std::int64_t Engine::tick_nohz_get_sleep_length(unsigned cpu, std::int64_t* delta_tick) {
+  CpuState& cs = cpus_[cpu];
+  const std::int64_t programmed = cs.tick_stopped ? cs.wakeup : cs.next_tick;
+  *delta_tick = programmed == INT64_MAX ? INT64_MAX : programmed - now_;
+  const jiffies_t basej = jiffies();
+  const std::int64_t next = tick_nohz_next_event(cpu, basej, basem_of(basej));
+  if (next == 0) return *delta_tick;
+  return next >= static_cast<std::int64_t>(KTIME_MAX) ? INT64_MAX : next - now_;
+}
+
+void Engine::tick_nohz_idle_stop_tick(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  const jiffies_t basej = jiffies();
+  const std::uint64_t basem = basem_of(basej);
+  // The governor may already have run the next-event path (sleep length).
+  const std::int64_t expires = cs.expires_computed ? cs.timer_expires : tick_nohz_next_event(cpu, basej, basem);
+  if (expires > 0) tick_nohz_stop_tick(cpu, basej, basem);
 }
 
 void Engine::tick_nohz_stop_tick(unsigned cpu, jiffies_t basej, std::uint64_t basem) {
@@ -64,19 +101,123 @@ void Engine::tick_nohz_stop_tick(unsigned cpu, jiffies_t basej, std::uint64_t ba
   cs.wakeup = expires >= KTIME_MAX ? INT64_MAX : static_cast<std::int64_t>(expires);
 }
 
-void Engine::idle_exit_to_irq(unsigned cpu, std::uint64_t& cause_counter) {
+void Engine::enter_state(unsigned cpu, int idx) {
   CpuState& cs = cpus_[cpu];
+  const auto& states = cfg_.idle.states;
+  const unsigned node = static_cast<unsigned>(topo_.node_of(cpu));
+  // A package state needs every other CPU of the package in an idle state.
+  if (states[static_cast<std::size_t>(idx)].package && node_idle_[node] + 1 < node_size_[node]) {
+    while (idx > 0 && (states[static_cast<std::size_t>(idx)].package || states[static_cast<std::size_t>(idx)].disabled)) {
+      --idx;
+    }
+  }
   account(cpu);
-  ++res_.cpus[cpu].wakeups;
-  ++cause_counter;
+  cs.act = Activity::idle;
+  cs.state = idx;
+  cs.idle_entry = now_;
+  cs.predicted = cs.governor->predicted_ns();
+  ++node_idle_[node];
+  ++res_.cpus[cpu].idle_entries;
+  if (cfg_.record_events) {
+    cs.idle_log_row = log_.rows().size();
+    log_.add(SimEvent::cpu_idle, {static_cast<std::uint64_t>(idx), cpu});
+  }
+}
+
+void Engine::begin_exit(unsigned cpu, WakeSource src) {
+  CpuState& cs = cpus_[cpu];
+  if (cs.governor->post_hoc()) {
+    // The oracle chooses knowing how long the CPU was idle.
+    cs.state = cs.governor->choose_post_hoc(now_ - cs.idle_entry);
+    if (cs.idle_log_row != SIZE_MAX) log_.patch(cs.idle_log_row, 0, static_cast<std::uint64_t>(cs.state));
+  }
+  --node_idle_[static_cast<unsigned>(topo_.node_of(cpu))];
+  cs.act = Activity::exiting;
+  cs.wake_src = src;
+  cs.exit_done = now_ + cfg_.idle.states[static_cast<std::size_t>(cs.state)].exit_latency_ns;
+}
+
+void Engine::finish_exit(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  const auto& states = cfg_.idle.states;
+  const IdleState& st = states[static_cast<std::size_t>(cs.state)];
+  const std::int64_t residency = now_ - cs.idle_entry;  // cpuidle's last_residency_ns: entry to end of exit
+  // cpuidle_enter_state's misses: too short for the state although a
+  // shallower one was available (above), or long enough for the next deeper
+  // enabled state (below).
+  bool above = false, below = false;
+  if (residency < st.target_residency_ns) {
+    for (int i = cs.state - 1; i >= 0; --i) {
+      if (!states[static_cast<std::size_t>(i)].disabled) {
+        above = true;
+        break;
+      }
+    }
+  } else if (residency > st.exit_latency_ns) {
+    for (std::size_t i = static_cast<std::size_t>(cs.state) + 1; i < states.size(); ++i) {
+      if (states[i].disabled) continue;
+      below = residency - st.exit_latency_ns >= states[i].target_residency_ns;
+      break;
+    }
+  }
+  StateUsage& u = res_.usage[cpu][static_cast<std::size_t>(cs.state)];
+  ++u.usage;
+  u.time_ns += residency;
+  u.min_ns = std::min(u.min_ns, residency);
+  u.max_ns = std::max(u.max_ns, residency);
+  u.above += above;
+  u.below += below;
+  CpuCounters& cc = res_.cpus[cpu];
+  cc.energy_uj += st.power_mw * static_cast<double>(residency) * 1e-6 + st.transition_uj;
+  cs.governor->reflect(cs.state, residency, cs.wake_src == WakeSource::clock);
+  account(cpu);
+  ++cc.wakeups;
   if (cfg_.record_events) log_.add(SimEvent::cpu_idle, {kCpuIdleExit, cpu});
+  if (cfg_.record_idle) {
+    cs.period_row = static_cast<std::int64_t>(res_.idle_periods.size());
+    res_.idle_periods.push_back({static_cast<std::int32_t>(cpu), cs.state, cs.idle_entry, residency, cs.predicted,
+                                 WakeCause::timer, above, below});
+  }
   cs.act = Activity::irq;
+  cs.exit_done = INT64_MAX;
   cs.irq_end = now_ + cfg_.workload.irq_ns;
+  cs.wake_exit_latency = st.exit_latency_ns;
+  cs.cause_pending = true;
+  cs.local_before = cc.timers_expired_local;
+  cs.remote_before = cc.remote_expiries_done;
+}
+
+void Engine::resolve_cause(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  if (!cs.cause_pending) return;
+  cs.cause_pending = false;
+  const CpuCounters& cc = res_.cpus[cpu];
+  const bool task = !cs.runq.empty() || cs.running >= 0;
+  WakeCause cause;
+  switch (cs.wake_src) {
+    case WakeSource::ipi:
+      cause = task ? WakeCause::task : WakeCause::ipi;
+      break;
+    case WakeSource::clock:
+      cause = cc.timers_expired_local > cs.local_before     ? WakeCause::timer
+              : cc.remote_expiries_done > cs.remote_before ? WakeCause::remote_duty
+              : cs.tick_stopped                            ? WakeCause::timer
+                                                           : WakeCause::tick;
+      break;
+    default:
+      cause = task ? WakeCause::task : WakeCause::irq;
+      break;
+  }
+  ++res_.cpus[cpu].wakeups_by[static_cast<int>(cause)];
+  if (cs.period_row >= 0) res_.idle_periods[static_cast<std::size_t>(cs.period_row)].cause = cause;
+  cs.period_row = -1;
 }
 
 void Engine::irq_done(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
   set_context(cpu);
+  resolve_cause(cpu);
+  cs.wake_exit_latency = 0;
   if (!cs.need_resched) {
     idle_iteration(cpu);  // nothing to run: round the idle loop again
     return;

@@ -11,7 +11,12 @@
 
 namespace timerlab {
 
-enum class Activity : std::uint8_t { run, irq, idle };
+// run: a task (or background load); irq: awake in interrupt context from
+// idle; idle: in an idle state; exiting: woken, paying the state's exit latency.
+enum class Activity : std::uint8_t { run, irq, idle, exiting };
+
+// The source that ended an idle period.
+enum class WakeSource : std::uint8_t { ipi, clock, device };
 
 // What a timer's callback does.
 enum class TimerKind : std::uint8_t { none, sleep, timeout, periodic, remote };
@@ -27,7 +32,7 @@ struct WorkItem {
     return id > o.id;
   }
 };
-enum WorkKind : std::uint8_t { work_resched, work_burst_end, work_task_wake, work_stream, work_cancel, work_remote };
+enum WorkKind : std::uint8_t { work_resched, work_burst_end, work_task_wake, work_stream, work_cancel, work_remote, work_loop };
 
 struct CpuState {
   Activity act = Activity::run;
@@ -44,6 +49,18 @@ struct CpuState {
   std::int64_t since = 0;                // start of the current activity
   int running = -1;                      // task
   std::vector<int> runq;                 // runnable tasks, FIFO
+  // Idle (idle.hpp): the state entered, when, what the governor predicted;
+  // while exiting, when the exit ends and what woke the CPU.
+  std::unique_ptr<Governor> governor;
+  int state = -1;
+  std::int64_t idle_entry = 0, predicted = 0, exit_done = INT64_MAX;
+  WakeSource wake_src = WakeSource::clock;
+  bool expires_computed = false;   // ts->timer_expires_base is set this pass
+  std::int64_t wake_exit_latency = 0;  // of the exit that started the current interrupt work
+  bool cause_pending = false;
+  std::uint64_t local_before = 0, remote_before = 0;
+  std::int64_t period_row = -1;
+  std::size_t idle_log_row = SIZE_MAX;
   std::priority_queue<WorkItem, std::vector<WorkItem>, std::greater<>> work;
 };
 
@@ -131,7 +148,7 @@ class Engine final : public TmigrHost {
   void del_timer(unsigned cpu, TimerId t);
   TimerId new_timer(TimerKind kind, std::uint16_t function, std::uint32_t flags, std::uint32_t owner, unsigned cpu);
   void release_timer(TimerId t);
-  unsigned get_nohz_timer_target(unsigned cpu) const;
+  unsigned get_nohz_timer_target(unsigned cpu);
   void wake_up_nohz_cpu(unsigned cpu);
   void send_ipi(unsigned to);
   void set_busy(unsigned cpu, bool busy);
@@ -139,12 +156,19 @@ class Engine final : public TmigrHost {
   void account(unsigned cpu);
   void check_invariants();
 
-  // engine_idle.cpp (kernel/time/tick-sched.c, kernel/sched/idle.c)
+  // engine_idle.cpp (kernel/time/tick-sched.c, kernel/sched/idle.c,
+  // drivers/cpuidle/cpuidle.c)
+  class SleepLength;
   void idle_enter(unsigned cpu);
   void idle_iteration(unsigned cpu);
   std::int64_t tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::uint64_t basem);
+  std::int64_t tick_nohz_get_sleep_length(unsigned cpu, std::int64_t* delta_tick);
+  void tick_nohz_idle_stop_tick(unsigned cpu);
   void tick_nohz_stop_tick(unsigned cpu, jiffies_t basej, std::uint64_t basem);
-  void idle_exit_to_irq(unsigned cpu, std::uint64_t& cause_counter);
+  void enter_state(unsigned cpu, int idx);
+  void begin_exit(unsigned cpu, WakeSource src);
+  void finish_exit(unsigned cpu);
+  void resolve_cause(unsigned cpu);
   void irq_done(unsigned cpu);
   void tick_nohz_idle_exit(unsigned cpu);
   void timer_clear_idle(unsigned cpu);
@@ -160,6 +184,7 @@ class Engine final : public TmigrHost {
   void arm_timeouts(unsigned cpu, const TimeoutSpec& spec, Rng& rng);
   void stream_arrival(unsigned cpu, std::uint64_t id);
   void remote_enqueue(unsigned cpu, std::uint32_t spec);
+  void enqueue_dequeue_loop(unsigned cpu, std::uint32_t spec);
   void timer_callback(TimerId t);
   void interrupt(unsigned cpu);  // a device interrupt on `cpu` (wakes it if idle)
   jiffies_t timeout_jiffies(std::int64_t ns) const;
@@ -177,6 +202,7 @@ class Engine final : public TmigrHost {
   std::vector<CpuState> cpus_;
   CpuHeap heap_;
   CpuMask busy_;  // CPUs running a task (not idle_cpu())
+  std::vector<unsigned> node_idle_, node_size_;  // CPUs in an idle state, per node (package)
   std::vector<TaskState> tasks_;
   std::vector<Rng> stream_rng_, periodic_rng_, remote_rng_;
   std::vector<TimerInfo> info_;
@@ -187,5 +213,9 @@ class Engine final : public TmigrHost {
   bool in_mod_timer_ = false;
   std::size_t pending_ = 0;
 };
+
+// Treats idle and exiting alike: a CPU paying its exit latency is still in
+// its idle period (the kernel's residency includes the exit).
+inline bool in_idle_period(Activity a) { return a == Activity::idle || a == Activity::exiting; }
 
 }  // namespace timerlab

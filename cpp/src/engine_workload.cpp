@@ -59,6 +59,12 @@ void WorkloadSpec::validate(unsigned nr_cpus) const {
     periodic[i].period_ns.validate(w + ".period_ns");
     check_fn(periodic[i].function, w);
   }
+  for (std::size_t i = 0; i < loops.size(); ++i) {
+    const std::string w = "loop[" + std::to_string(i) + "]";
+    check_cpus({loops[i].cpu}, w);
+    loops[i].timeout_ns.validate(w + ".timeout_ns");
+    check_fn(loops[i].function, w);
+  }
   for (std::size_t i = 0; i < remote.size(); ++i) {
     const std::string w = "remote[" + std::to_string(i) + "]";
     check_cpus({remote[i].from_cpu}, w);
@@ -118,6 +124,10 @@ void Engine::start_workload() {
       arm(c, t, jiffies() + 1 + periodic_rng_.back().below(period), MOD_TIMER_NOTPENDING);
     }
   }
+  for (unsigned s = 0; s < w.loops.size(); ++s) {
+    push_work(w.loops[s].cpu, {now_, work_loop, s});
+    cpus_[w.loops[s].cpu].always_busy = true;  // the benchmark runs in task context
+  }
   for (unsigned s = 0; s < w.remote.size(); ++s) {
     remote_rng_.emplace_back(cfg_.seed, kRemoteStream + s);
     push_work(w.remote[s].from_cpu, {now_ + exp_interval(remote_rng_.back(), w.remote[s].rate_hz), work_remote, s});
@@ -146,18 +156,19 @@ void Engine::work(unsigned cpu, const WorkItem& item) {
     case work_remote:
       remote_enqueue(cpu, static_cast<std::uint32_t>(item.id));
       break;
+    case work_loop:
+      enqueue_dequeue_loop(cpu, static_cast<std::uint32_t>(item.id));
+      break;
     default:
       break;
   }
 }
 
 void Engine::interrupt(unsigned cpu) {
+  // Work items run only on an awake CPU (an idle one was woken and paid its
+  // exit latency first): an interrupt taken from idle keeps it awake longer.
   CpuState& cs = cpus_[cpu];
-  if (cs.act == Activity::idle) {
-    idle_exit_to_irq(cpu, res_.cpus[cpu].wakeups_irq);
-  } else if (cs.act == Activity::irq) {
-    cs.irq_end = std::max(cs.irq_end, now_ + cfg_.workload.irq_ns);
-  }
+  if (cs.act == Activity::irq) cs.irq_end = std::max(cs.irq_end, now_ + cfg_.workload.irq_ns);
   set_context(cpu);
 }
 
@@ -170,7 +181,7 @@ void Engine::wake_task(int task) {
   ++res_.cpus[cpu].tasks_woken;
   if (cfg_.record_events) log_.add(SimEvent::sched_wakeup, {static_cast<std::uint64_t>(task), cpu});
   cs.runq.push_back(task);
-  if (cs.act == Activity::irq) {
+  if (cs.act == Activity::irq || cs.act == Activity::exiting) {
     cs.need_resched = true;
   } else if (cs.act == Activity::idle) {
     send_ipi(cpu);  // try_to_wake_up on a remote idle CPU
@@ -266,6 +277,17 @@ void Engine::remote_enqueue(unsigned cpu, std::uint32_t s) {
   set_context(cpu);
   add_timer_on(*this, t, expires, target);
   push_work(cpu, {now_ + exp_interval(rng, spec.rate_hz), work_remote, s});
+}
+
+void Engine::enqueue_dequeue_loop(unsigned cpu, std::uint32_t s) {
+  const LoopSpec& spec = cfg_.workload.loops[s];
+  Rng rng(cfg_.seed, kRemoteStream + 0x10000 + s);
+  const TimerId t = new_timer(TimerKind::timeout, spec.function, 0, s, cpu);
+  for (unsigned i = 0; i < spec.pairs; ++i) {
+    arm(cpu, t, jiffies() + timeout_jiffies(spec.timeout_ns.sample_ns(rng)), 0);
+    del_timer(cpu, t);
+  }
+  release_timer(t);
 }
 
 void Engine::timer_callback(TimerId t) {

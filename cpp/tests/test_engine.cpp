@@ -91,7 +91,7 @@ TEST(Engine, OnePeriodicTimerOnOneCpuByHand) {
   EXPECT_GE(expired, 1000u / 24 - 1);
   EXPECT_LE(expired, 1000u / 24 + 1);
   EXPECT_EQ(cpu.wakeups, expired);
-  EXPECT_EQ(cpu.wakeups_timer, expired);
+  EXPECT_EQ(cpu.wakeups_by[static_cast<int>(WakeCause::timer)], expired);
   EXPECT_EQ(cpu.tick_stops, 1u);  // stopped once, never restarted (no task runs)
   EXPECT_EQ(cpu.ipis_received, 0u);
 }
@@ -113,11 +113,13 @@ TEST(Engine, PingPongOfProcessTimeoutUnderPullNotPush) {
       EXPECT_GE(s.timers_expired_remote + 1, s.tasks_woken) << "the migrator expires the sleeper's timers";
       EXPECT_EQ(s.timers_expired_local, 0u);
       EXPECT_EQ(r.cpus[0].remote_expiries_done, s.timers_expired_remote);
-      EXPECT_GE(s.wakeups_ipi + 1, s.tasks_woken) << "the sleeper's CPU is woken by an IPI";
-      EXPECT_EQ(s.wakeups_timer, 0u);
+      EXPECT_GE(s.wakeups_by[static_cast<int>(WakeCause::task)] + 1, s.tasks_woken)
+          << "the sleeper's CPU is woken by the IPI of the task's wakeup";
+      EXPECT_EQ(s.wakeups_by[static_cast<int>(WakeCause::timer)], 0u);
     } else {
       EXPECT_EQ(s.timers_expired_remote, 0u);
       EXPECT_GE(s.timers_expired_local + 1, s.tasks_woken);
+      EXPECT_GE(s.wakeups_by[static_cast<int>(WakeCause::timer)] + 1, s.tasks_woken) << "woken by its own timer";
       EXPECT_EQ(s.ipis_received, 0u);
     }
     for (const TimerRow& t : r.timers) EXPECT_EQ(t.base_cpu, 2) << "armed by the task on its own CPU";

@@ -7,7 +7,7 @@ from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_consta
 from .trace import Trace, TraceFormatError, read_ftrace
 from .topology import Topology
 from .hierarchy import Hierarchy, hierarchy
-from . import dist, workloads
+from . import dist, idle_states, workloads
 from .config import Config
 from .simulate import Result, simulate
 
@@ -18,6 +18,7 @@ __all__ = [
     "Hierarchy",
     "Result",
     "dist",
+    "idle_states",
     "simulate",
     "workloads",
     "TimerWheel",

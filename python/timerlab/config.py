@@ -8,17 +8,23 @@ from __future__ import annotations
 
 from ._validate import check_choice, check_hz, check_int
 from .kernel import kernel_has, parse_kernel
+from .idle_states import IdleStates, preset as idle_preset, table as idle_table
 from .topology import LAYOUTS, Topology
 from .workloads import Workload, mixed
 
 PLACEMENTS = ("push", "pull")
 REMOTE_WAKEUPS = ("lazy", "always")
+GOVERNORS = ("menu", "teo", "oracle", "shallowest", "deepest")
+# Costs of timer code (ns) for the overhead model (engine.hpp, OverheadModel).
+OVERHEAD_DEFAULTS = dict(enqueue_ns=62.0, dequeue_ns=47.0, push_target_ns=36.0, push_domain_ns=20.0,
+                         tmigr_level_ns=40.0, remote_cpu_ns=250.0, expire_ns=80.0)
 
 _DEFAULTS = dict(
     cpus=None, nodes=None, node_of_cpu=None, layout="contiguous", smt=1, llc_size=0, bringup_order=None,
     topology=None, hz=250, placement=None, remote_wakeup="lazy", kernel="latest", workload=None,
     duration_ns=1_000_000_000, seed=1, start_ns=0, ipi_latency_ns=1000, irq_ns=2000, record_events=False,
-    record_timers=True, check_invariants=False,
+    record_timers=True, check_invariants=False, idle_states="skx", governor="menu", busy_power_mw=None,
+    latency_req_ns=None, record_idle=True, overhead=None,
 )
 
 
@@ -38,6 +44,13 @@ class Config:
     kernel's. ``remote_wakeup``: "lazy" (an idle CPU is woken only for its
     new first timer) or "always" (before 2015: on every enqueue).
 
+    Idle: ``idle_states`` (a preset of timerlab.idle_states: "skx" (default),
+    "icx", "spr", "skl", "acpi", "vm"; or a table: list of dicts or
+    DataFrame), ``busy_power_mw`` (overrides the table's), ``governor``
+    ("menu", "teo", "oracle", "shallowest", "deepest"), ``latency_req_ns``
+    (a PM QoS limit on exit latency; None: none). ``overhead``: costs (ns)
+    of timer code, overriding config.OVERHEAD_DEFAULTS.
+
     Run: ``workload`` (timerlab.workloads; default ``workloads.mixed()``),
     ``duration_ns``, ``seed`` (fixes everything), ``start_ns`` (monotonic
     time at the start), ``ipi_latency_ns``, ``irq_ns`` (time an interrupt
@@ -48,7 +61,7 @@ class Config:
 
     __slots__ = ("_args", "topology", "hz", "placement", "remote_wakeup", "kernel", "workload", "duration_ns",
                  "seed", "start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers",
-                 "check_invariants")
+                 "check_invariants", "idle_states", "governor", "latency_req_ns", "record_idle", "overhead")
 
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(_DEFAULTS))
@@ -79,7 +92,12 @@ class Config:
         set_("start_ns", check_int("start_ns", args["start_ns"], minimum=0, maximum=1 << 62))
         set_("ipi_latency_ns", check_int("ipi_latency_ns", args["ipi_latency_ns"], minimum=0, maximum=10**9))
         set_("irq_ns", check_int("irq_ns", args["irq_ns"], minimum=0, maximum=10**9))
-        for flag in ("record_events", "record_timers", "check_invariants"):
+        set_("idle_states", _idle_states(args["idle_states"], args["busy_power_mw"]))
+        set_("governor", check_choice("governor", args["governor"], GOVERNORS))
+        latency = args["latency_req_ns"]
+        set_("latency_req_ns", None if latency is None else check_int("latency_req_ns", latency, minimum=0))
+        set_("overhead", _overhead(args["overhead"]))
+        for flag in ("record_events", "record_timers", "check_invariants", "record_idle"):
             if not isinstance(args[flag], bool):
                 raise TypeError(f"{flag} must be True or False, got {args[flag]!r}")
             set_(flag, args[flag])
@@ -112,6 +130,10 @@ class Config:
             "start_ns": self.start_ns, "duration_ns": self.duration_ns, "seed": self.seed,
             "ipi_latency_ns": self.ipi_latency_ns, "record_events": self.record_events,
             "record_timers": self.record_timers, "check_invariants": self.check_invariants,
+            "record_idle": self.record_idle, "idle": self.idle_states.to_core(), "governor": self.governor,
+            "latency_req_ns": (1 << 63) - 1 if self.latency_req_ns is None else self.latency_req_ns,
+            "teo_tick_intercepts_fixed": kernel_has(self.kernel, "teo_tick_intercepts_fix"),
+            "overhead": dict(self.overhead),
             "workload": self.workload.to_core(self.topology, self.irq_ns),
         }
 
@@ -130,8 +152,10 @@ class Config:
     def __repr__(self) -> str:
         shown = [f"topology={self.topology!r}", f"hz={self.hz}", f"kernel={self.kernel!r}",
                  f"placement={self.placement!r}", f"remote_wakeup={self.remote_wakeup!r}",
+                 f"idle_states={self.idle_states.name!r}", f"governor={self.governor!r}",
                  f"duration_ns={self.duration_ns:_}", f"seed={self.seed}", f"workload={self.workload!r}"]
-        for k in ("start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers", "check_invariants"):
+        for k in ("start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers", "check_invariants",
+                  "record_idle", "latency_req_ns"):
             if getattr(self, k) != _DEFAULTS[k]:
                 shown.append(f"{k}={getattr(self, k)!r}")
         return "Config(\n    " + ",\n    ".join(shown) + ",\n)"
@@ -145,3 +169,35 @@ def _topology(args) -> Topology:
     cpus = args["cpus"] if args["cpus"] is not None or args["node_of_cpu"] is not None else 8
     return Topology(cpus=cpus, nodes=args["nodes"], node_of_cpu=args["node_of_cpu"], layout=args["layout"],
                     smt=args["smt"], llc_size=args["llc_size"], bringup_order=args["bringup_order"])
+
+
+def _idle_states(value, busy_power_mw) -> IdleStates:
+    if isinstance(value, str):
+        table = idle_preset(value)
+    elif isinstance(value, IdleStates):
+        table = value
+    elif isinstance(value, (list, tuple)) or hasattr(value, "columns"):
+        if busy_power_mw is None:
+            raise ValueError("busy_power_mw: give the busy power (mW) of a core with a custom idle_states table")
+        return idle_table(value, busy_power_mw=busy_power_mw)
+    else:
+        raise TypeError(f"idle_states must be a preset name, a list of dicts or a DataFrame, got {value!r}")
+    if busy_power_mw is not None:
+        table = idle_table(table.states, busy_power_mw=busy_power_mw, name=table.name)
+    return table
+
+
+def _overhead(value) -> dict:
+    if value is None:
+        return dict(OVERHEAD_DEFAULTS)
+    if not isinstance(value, dict):
+        raise TypeError(f"overhead must be a dict of costs in ns, got {value!r}")
+    unknown = sorted(set(value) - set(OVERHEAD_DEFAULTS))
+    if unknown:
+        raise ValueError(f"overhead: unknown cost(s) {unknown}; known: {sorted(OVERHEAD_DEFAULTS)}")
+    out = dict(OVERHEAD_DEFAULTS)
+    for k, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise ValueError(f"overhead.{k} must be a number of ns >= 0, got {v!r}")
+        out[k] = float(v)
+    return out

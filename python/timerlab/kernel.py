@@ -18,6 +18,8 @@ BEHAVIOURS = {
                            "(timer migration hierarchy)", "timers-core-2024-03-10, 7ee988770326"),
     "numa_tree_fix": ((6, 18), "hierarchy groups below the crossnode level hold one NUMA node only",
                       "5eb579dfd46b timers/migration: Fix imbalanced NUMA trees (Oct 2025)"),
+    "teo_tick_intercepts_fix": ((6, 19), "teo counts tick intercepts below the tick length (teo_update)",
+                                "cpuidle: governors: teo: Fix tick_intercepts handling in teo_update() (late 2025)"),
     "remote_expires_self": (LATEST, "remote handling also expires the migrator's own global timers",
                             "d486b4934a8e timers/migration: Fix livelock in tmigr_handle_remote_up() (2026)"),
 }

@@ -15,6 +15,7 @@ from .config import Config
 __all__ = ["simulate", "Result", "tick_nsec", "initial_jiffies"]
 
 OUTCOMES = ["pending", "expired", "cancelled", "rearmed"]
+CAUSES = ["timer", "remote_duty", "ipi", "task", "tick", "irq"]
 
 
 def tick_nsec(hz: int) -> int:
@@ -34,6 +35,15 @@ class Result:
     ``per_cpu``: one row per CPU (time in ns, counts). ``timers``: one row per
     armed timer, from timer_start to its end (expired, cancelled, rearmed or
     still pending), with lateness_ns = callback time - requested expiry.
+    The lateness of an expired timer is split into ``wheel_slack_ns``
+    (bucket expiry - requested expiry), ``tick_alignment_ns`` (waiting for
+    the CPU's tick or wakeup), ``exit_latency_ns`` (the CPU had to leave an
+    idle state first) and ``remote_delay_ns`` (waiting for a remote
+    migrator, for timers expired on another CPU).
+    ``residency``: one row per (cpu, state), as idlestat shows.
+    ``idle_periods``: one row per idle period (``record_idle=True``) with the
+    state, what the governor predicted, what ended it (``cause``) and the
+    kernel's above/below misses.
     ``summary``: headline figures. ``events``: the tracepoint log (same
     columns as :func:`timerlab.read_ftrace`) when ``record_events=True``.
     """
@@ -41,6 +51,8 @@ class Result:
     config: Config
     per_cpu: pd.DataFrame
     timers: pd.DataFrame
+    residency: pd.DataFrame
+    idle_periods: pd.DataFrame | None
     summary: pd.Series
     events: pd.DataFrame | None
     wall_s: float
@@ -61,17 +73,42 @@ def simulate(cfg: Config) -> Result:
     raw = _core.simulate(core)
     wall = time.perf_counter() - t0
     names = core["workload"]["function_names"]
+    states = list(cfg.idle_states.states["name"])
     per_cpu = _per_cpu(cfg, raw["per_cpu"])
     timers = _timers(cfg, raw["timers"], names)
+    residency = _residency(raw["residency"], states)
+    idle = _idle_periods(raw["idle_periods"], states) if cfg.record_idle else None
     events = events_frame(raw["events"], names) if cfg.record_events else None
-    return Result(cfg, per_cpu, timers, _summary(cfg, raw, per_cpu, timers, wall), events, wall)
+    summary = _summary(cfg, raw, per_cpu, timers, residency, wall)
+    return Result(cfg, per_cpu, timers, residency, idle, summary, events, wall)
 
 
 def _per_cpu(cfg: Config, cols: dict) -> pd.DataFrame:
     df = pd.DataFrame({"cpu": np.arange(cfg.topology.cpus), "node": np.asarray(cfg.topology.node_of_cpu)})
     for name, values in cols.items():
         df[name] = values
+    df["avg_power_mw"] = df["energy_uj"] / (cfg.duration_ns / 1e9) / 1000
     return df
+
+
+def _residency(cols: dict, states: list) -> pd.DataFrame:
+    df = pd.DataFrame({"cpu": cols["cpu"],
+                       "state": pd.Categorical.from_codes(cols["state"], categories=states),
+                       "hits": cols["hits"], "total_ns": cols["total_ns"]})
+    df["avg_ns"] = (df["total_ns"] / df["hits"].where(df["hits"] > 0)).astype("Float64")
+    df["min_ns"], df["max_ns"] = cols["min_ns"], cols["max_ns"]
+    df["above"], df["below"] = cols["above"], cols["below"]
+    return df
+
+
+def _idle_periods(cols: dict, states: list) -> pd.DataFrame:
+    return pd.DataFrame({
+        "cpu": cols["cpu"], "start_ns": cols["start_ns"], "duration_ns": cols["duration_ns"],
+        "state": pd.Categorical.from_codes(cols["state"], categories=states),
+        "predicted_ns": cols["predicted_ns"],
+        "cause": pd.Categorical.from_codes(cols["cause"].astype(np.int8), categories=CAUSES),
+        "above": cols["above"].astype(bool), "below": cols["below"].astype(bool),
+    })
 
 
 def _timers(cfg: Config, cols: dict, function_names) -> pd.DataFrame:
@@ -79,8 +116,13 @@ def _timers(cfg: Config, cols: dict, function_names) -> pd.DataFrame:
     outcome = pd.Categorical.from_codes(cols["outcome"].astype(np.int8), categories=OUTCOMES)
     expired = cols["outcome"] == 1
     end = cols["end_ns"]
-    requested_ns = ((cols["expires_jiffies"] - np.uint64(initial_jiffies(cfg.hz))).astype(np.int64)
-                    * tick_nsec(cfg.hz))
+    j0, tick = np.uint64(initial_jiffies(cfg.hz)), tick_nsec(cfg.hz)
+    requested_ns = (cols["expires_jiffies"] - j0).astype(np.int64) * tick
+    bucket_ns = (cols["bucket_expiry_jiffies"] - j0).astype(np.int64) * tick
+    exit_ns = cols["exit_latency_ns"].astype(np.int64)
+    remote = expired & (cols["cpu_expired"] != cols["base_cpu"])
+    after_bucket = end - bucket_ns - exit_ns
+    remote_ns = np.where(remote, after_bucket, 0)
     return pd.DataFrame({
         "timer": cols["timer"],
         "function": pd.Categorical.from_codes(cols["function"].astype(np.int32), categories=list(function_names)),
@@ -96,22 +138,38 @@ def _timers(cfg: Config, cols: dict, function_names) -> pd.DataFrame:
         "expired_ns": pd.arrays.IntegerArray(end, ~expired),
         "cpu_expired": pd.arrays.IntegerArray(cols["cpu_expired"].astype(np.int64), ~expired),
         "lateness_ns": pd.arrays.IntegerArray(end - requested_ns, ~expired),
+        "wheel_slack_ns": pd.arrays.IntegerArray(bucket_ns - requested_ns, ~expired),
+        "tick_alignment_ns": pd.arrays.IntegerArray(after_bucket - remote_ns, ~expired),
+        "exit_latency_ns": pd.arrays.IntegerArray(exit_ns, ~expired),
+        "remote_delay_ns": pd.arrays.IntegerArray(remote_ns, ~expired),
     }, index=pd.RangeIndex(n))
 
 
-def _summary(cfg: Config, raw: dict, per_cpu: pd.DataFrame, timers: pd.DataFrame, wall: float) -> pd.Series:
+def _summary(cfg: Config, raw: dict, per_cpu: pd.DataFrame, timers: pd.DataFrame, residency: pd.DataFrame,
+             wall: float) -> pd.Series:
     duration_s = cfg.duration_ns / 1e9
     late = timers["lateness_ns"].dropna().to_numpy(dtype=np.int64)
     q = np.percentile(late, [50, 99, 99.9]) if len(late) else [np.nan] * 3
     total = per_cpu["busy_ns"] + per_cpu["idle_ns"]
     expired = per_cpu["timers_expired_local"].sum() + per_cpu["timers_expired_remote"].sum()
+    entries = residency["hits"].sum()
+    deepest = residency[residency["state"] == residency["state"].cat.categories[-1]]["total_ns"].sum()
     return pd.Series({
         "cpus": cfg.topology.cpus,
         "nodes": cfg.topology.nodes,
         "placement": cfg.placement,
+        "governor": cfg.governor,
+        "idle_states": cfg.idle_states.name,
         "duration_s": duration_s,
+        "energy_uj": float(per_cpu["energy_uj"].sum()),
+        "avg_power_mw": float(per_cpu["avg_power_mw"].sum()),
+        "deepest_state_residency_fraction": float(deepest / total.sum()),
+        "above_fraction": float(residency["above"].sum() / entries) if entries else 0.0,
+        "below_fraction": float(residency["below"].sum() / entries) if entries else 0.0,
+        "timer_overhead_ns": float(per_cpu["timer_overhead_ns"].sum()),
         "wakeups": int(per_cpu["wakeups"].sum()),
         "wakeups_per_cpu_per_s": per_cpu["wakeups"].sum() / cfg.topology.cpus / duration_s,
+        **{f"wakeups_{c}": int(per_cpu[f"wakeups_{c}"].sum()) for c in CAUSES},
         "idle_fraction": float(per_cpu["idle_ns"].sum() / total.sum()),
         "tick_stops": int(per_cpu["tick_stops"].sum()),
         "ticks": int(per_cpu["ticks"].sum()),

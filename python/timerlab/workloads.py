@@ -19,7 +19,7 @@ from . import dist as _dist
 from ._validate import check_int
 from .wheel import parse_timer_flags
 
-__all__ = ["Workload", "tasks", "timeouts", "periodic", "busy", "remote_enqueuer", "mixed"]
+__all__ = ["Workload", "tasks", "timeouts", "periodic", "busy", "remote_enqueuer", "enqueue_dequeue", "mixed"]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,8 @@ class Workload:
                     "cancel_after_ns": p["cancel_after_ns"].core(), "flags": parse_timer_flags(p["flags"]),
                     "function": fn(p["function"])}
 
-        out = {"tasks": [], "streams": [], "periodic": [], "remote": [], "busy_cpus": [], "irq_ns": irq_ns}
+        out = {"tasks": [], "streams": [], "periodic": [], "remote": [], "loops": [], "busy_cpus": [],
+               "irq_ns": irq_ns}
         for c in self.components:
             p = c.params
             cpus = c.where.resolve(topology, c.kind)
@@ -137,6 +138,11 @@ class Workload:
                         raise ValueError(f"remote_enqueuer: CPU {cpu} does not exist (cpus={topology.cpus})")
                 out["remote"].append({"from_cpu": p["from_cpu"], "to_cpus": to, "rate_hz": p["rate_hz"],
                                       "timeout_ns": p["timeout_ns"].core(), "function": fn(p["function"])})
+            elif c.kind == "enqueue_dequeue":
+                if p["cpu"] >= topology.cpus:
+                    raise ValueError(f"enqueue_dequeue: CPU {p['cpu']} does not exist (cpus={topology.cpus})")
+                out["loops"].append({"cpu": p["cpu"], "pairs": p["pairs"], "timeout_ns": p["timeout_ns"].core(),
+                                     "function": fn(p["function"])})
         out["busy_cpus"] = sorted(set(out["busy_cpus"]))
         out["function_names"] = names or ["timer"]
         return out
@@ -214,6 +220,16 @@ def remote_enqueuer(*, from_cpu: int, to_cpus, rate_hz: float, timeout_ns=_dist.
     return _one("remote_enqueuer", CpuSelection(), from_cpu=check_int("remote_enqueuer.from_cpu", from_cpu, minimum=0),
                 to_cpus=to, rate_hz=_rate("remote_enqueuer.rate_hz", rate_hz),
                 timeout_ns=_dist.as_dist("remote_enqueuer.timeout_ns", timeout_ns), function=function)
+
+
+def enqueue_dequeue(*, cpu: int = 0, pairs: int = 1000, timeout_ns=_dist.uniform(4_000_000, 400_000_000),
+                    function: str = "bench_timer_fn") -> Workload:
+    """The seeds' micro benchmark: on one CPU (kept busy) arm and delete one
+    timer ``pairs`` times in a row at the start of the run. With the overhead
+    model, ``timer_overhead_ns`` of that CPU / pairs is the cost per pair."""
+    return _one("enqueue_dequeue", CpuSelection(), cpu=check_int("enqueue_dequeue.cpu", cpu, minimum=0),
+                pairs=check_int("enqueue_dequeue.pairs", pairs, minimum=1, maximum=10**8),
+                timeout_ns=_dist.as_dist("enqueue_dequeue.timeout_ns", timeout_ns), function=function)
 
 
 def mixed(*, busy_fraction: float = 0.25) -> Workload:

@@ -98,6 +98,9 @@ class EventLog {
     for (std::uint64_t x : values) r.v[i++] = x;
     for (; i < 9; ++i) r.v[i] = 0;
   }
+  // Correct a value of an earlier row (the oracle governor learns its state
+  // when the idle period ends, after the entry was logged).
+  void patch(std::size_t row, unsigned slot, std::uint64_t value) { rows_[row].v[slot] = value; }
   const std::vector<EventRow>& rows() const { return rows_; }
   std::vector<EventRow> take() { return std::move(rows_); }
 

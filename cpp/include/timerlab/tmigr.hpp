@@ -183,6 +183,9 @@ class Tmigr {
   // Returns the number of CPUs whose timers were expired remotely.
   unsigned tmigr_handle_remote(unsigned cpu, std::uint64_t now, TmigrHost& host);
 
+  // Groups visited by walks so far (for the overhead model).
+  std::uint64_t walk_steps() const { return walk_steps_; }
+
   // "" when the structural invariants hold, else the first violation.
   std::string check_invariants() const;
   // The CPUs below a group (for drawings and for tests of node purity).
@@ -241,6 +244,7 @@ class Tmigr {
   std::vector<TmigrCpu> cpus_;
   int root_ = -1;  // the fixed variant remembers it (tmigr_root)
   unsigned current_cpu_ = 0;  // the CPU running tmigr_handle_remote
+  std::uint64_t walk_steps_ = 0;
   bool remote_expires_self_ = true;
   TmigrTracer null_tracer_;
   TmigrTracer* tracer_;
@@ -251,6 +255,7 @@ class Tmigr {
 template <class Up>
 void Tmigr::walk_groups_from(Up&& up, Walk& data, int child, int group) {
   while (group >= 0) {
+    ++walk_steps_;
     if (up(group, child, data)) break;
     child = group;
     group = groups_[static_cast<unsigned>(group)].parent;

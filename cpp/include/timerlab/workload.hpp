@@ -19,6 +19,8 @@
 //   busy       CPUs kept running all the time (background load).
 //   remote     one CPU arms timers on other CPUs with add_timer_on
 //              (the lazy-wakeup patch's test), at rate_hz.
+//   loop       the seeds' micro benchmark: on one busy CPU, arm and delete
+//              one timer `pairs` times in a row, at the start of the run.
 //
 // A timeout is cancelled with probability cancel_p at cancel_after_ns after
 // it was armed (an I/O completing: an interrupt on the arming CPU), unless it
@@ -80,11 +82,19 @@ struct RemoteEnqueueSpec {
   std::uint16_t function = 0;
 };
 
+struct LoopSpec {
+  unsigned cpu = 0;
+  unsigned pairs = 1000;
+  Dist timeout_ns;
+  std::uint16_t function = 0;
+};
+
 struct WorkloadSpec {
   std::vector<TaskSpec> tasks;
   std::vector<TimeoutStreamSpec> streams;
   std::vector<PeriodicSpec> periodic;
   std::vector<RemoteEnqueueSpec> remote;
+  std::vector<LoopSpec> loops;
   std::vector<unsigned> busy_cpus;
   std::vector<std::string> function_names;  // index = code
   std::int64_t irq_ns = 2000;
