@@ -168,6 +168,15 @@ SimResult Engine::run() {
   now_ = end_ns_;
   for (unsigned c = 0; c < n; ++c) {
     account(c);
+    // An idle period still open at the end counts its residency so far (no
+    // hit, no transition: it has not ended), so that residency + busy time
+    // is the run's duration on every CPU.
+    const CpuState& cs = cpus_[c];
+    if (in_idle_period(cs.act)) {
+      const IdleState& st = cfg_.idle.states[static_cast<std::size_t>(cs.state)];
+      res_.usage[c][static_cast<std::size_t>(cs.state)].time_ns += now_ - cs.idle_entry;
+      res_.cpus[c].energy_uj += st.power_mw * static_cast<double>(now_ - cs.idle_entry) * 1e-6;
+    }
     // Busy time at busy power (mW x ns = 1e-6 µJ).
     res_.cpus[c].energy_uj += cfg_.idle.busy_power_mw * static_cast<double>(res_.cpus[c].busy_ns) * 1e-6;
   }
