@@ -172,6 +172,7 @@ SimResult Engine::run() {
     // hit, no transition: it has not ended), so that residency + busy time
     // is the run's duration on every CPU.
     const CpuState& cs = cpus_[c];
+    if (cs.act == Activity::idle) choose_post_hoc(c);  // the oracle knows the idle lasts at least this long
     if (in_idle_period(cs.act)) {
       const IdleState& st = cfg_.idle.states[static_cast<std::size_t>(cs.state)];
       res_.usage[c][static_cast<std::size_t>(cs.state)].time_ns += now_ - cs.idle_entry;

@@ -106,7 +106,8 @@ void Engine::enter_state(unsigned cpu, int idx) {
   const auto& states = cfg_.idle.states;
   const unsigned node = static_cast<unsigned>(topo_.node_of(cpu));
   // A package state needs every other CPU of the package in an idle state.
-  if (states[static_cast<std::size_t>(idx)].package && node_idle_[node] + 1 < node_size_[node]) {
+  cs.package_ok = node_idle_[node] + 1 >= node_size_[node];
+  if (states[static_cast<std::size_t>(idx)].package && !cs.package_ok) {
     while (idx > 0 && (states[static_cast<std::size_t>(idx)].package || states[static_cast<std::size_t>(idx)].disabled)) {
       --idx;
     }
@@ -124,13 +125,17 @@ void Engine::enter_state(unsigned cpu, int idx) {
   }
 }
 
+void Engine::choose_post_hoc(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  if (!cs.governor->post_hoc()) return;
+  // The oracle chooses knowing how long the CPU was idle.
+  cs.state = cs.governor->choose_post_hoc(now_ - cs.idle_entry, cs.package_ok);
+  if (cs.idle_log_row != SIZE_MAX) log_.patch(cs.idle_log_row, 0, static_cast<std::uint64_t>(cs.state));
+}
+
 void Engine::begin_exit(unsigned cpu, WakeSource src) {
   CpuState& cs = cpus_[cpu];
-  if (cs.governor->post_hoc()) {
-    // The oracle chooses knowing how long the CPU was idle.
-    cs.state = cs.governor->choose_post_hoc(now_ - cs.idle_entry);
-    if (cs.idle_log_row != SIZE_MAX) log_.patch(cs.idle_log_row, 0, static_cast<std::uint64_t>(cs.state));
-  }
+  choose_post_hoc(cpu);
   --node_idle_[static_cast<unsigned>(topo_.node_of(cpu))];
   cs.act = Activity::exiting;
   cs.wake_src = src;

@@ -55,6 +55,7 @@ struct CpuState {
   int state = -1;
   std::int64_t idle_entry = 0, predicted = 0, exit_done = INT64_MAX;
   WakeSource wake_src = WakeSource::clock;
+  bool package_ok = false;         // every other CPU of the package was idle at entry
   bool expires_computed = false;   // ts->timer_expires_base is set this pass
   std::int64_t wake_exit_latency = 0;  // of the exit that started the current interrupt work
   bool cause_pending = false;
@@ -166,6 +167,7 @@ class Engine final : public TmigrHost {
   void tick_nohz_idle_stop_tick(unsigned cpu);
   void tick_nohz_stop_tick(unsigned cpu, jiffies_t basej, std::uint64_t basem);
   void enter_state(unsigned cpu, int idx);
+  void choose_post_hoc(unsigned cpu);
   void begin_exit(unsigned cpu, WakeSource src);
   void finish_exit(unsigned cpu);
   void resolve_cause(unsigned cpu);

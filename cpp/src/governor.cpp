@@ -85,14 +85,14 @@ class OracleGovernor final : public Governor {
   void reflect(int, std::int64_t, bool) override {}
   std::int64_t predicted_ns() const override { return predicted_ns_; }
   bool post_hoc() const override { return true; }
-  int choose_post_hoc(std::int64_t idle_ns) override {
+  int choose_post_hoc(std::int64_t idle_ns, bool package_ok) override {
     predicted_ns_ = idle_ns;
     const double idle = idle_ns > 0 ? static_cast<double>(idle_ns) : 0.0;
     int best = -1;
     double best_pj = 0;
     for (std::size_t i = 0; i < table_->states.size(); ++i) {
       const IdleState& s = table_->states[i];
-      if (s.disabled || s.exit_latency_ns > latency_req_ns_) continue;
+      if (s.disabled || s.exit_latency_ns > latency_req_ns_ || (s.package && !package_ok)) continue;
       const double pj = s.power_mw * (idle + static_cast<double>(s.exit_latency_ns)) + s.transition_uj * 1e6;
       // Strictly less: on a tie the shallower (earlier) state stays.
       if (best < 0 || pj < best_pj) {

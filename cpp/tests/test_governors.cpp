@@ -922,23 +922,23 @@ TEST(GovernorOracle, MinimisesEnergyKnowingTheIdleLength) {
   EXPECT_EQ(ctx.calls, 0);
   // Energy (pJ) = mW x (idle + exit) ns + µJ x 1e6.
   // 0 ns: POLL 0; C1 1000 x 2000 + 1e5 -> POLL.
-  EXPECT_EQ(g->choose_post_hoc(0), POLL);
+  EXPECT_EQ(g->choose_post_hoc(0, true), POLL);
   // 10 µs: POLL 2e7; C1 1.21e7; C1E 500 x 20e3 + 1e6 = 1.1e7; C6 5.715e7 -> C1E.
-  EXPECT_EQ(g->choose_post_hoc(10 * kUs), C1E);
+  EXPECT_EQ(g->choose_post_hoc(10 * kUs, true), C1E);
   EXPECT_EQ(g->predicted_ns(), 10 * kUs);
   // 10 ms: C1E 5.006e9; C6 50 x 10.133e6 + 5e7 = 5.5665e8 -> C6.
-  EXPECT_EQ(g->choose_post_hoc(10 * kMs), C6);
+  EXPECT_EQ(g->choose_post_hoc(10 * kMs, true), C6);
   EXPECT_EQ(g->predicted_ns(), 10 * kMs);
 
   // Latency limit 50 µs excludes C6 -> C1E at 10 ms.
   auto gl = make_governor("oracle", params(t, 50 * kUs));
-  EXPECT_EQ(gl->choose_post_hoc(10 * kMs), C1E);
+  EXPECT_EQ(gl->choose_post_hoc(10 * kMs, true), C1E);
 
   // Tie -> the shallower: two identical states.
   IdleTable tie;
   tie.states = {st("A", 1, 1, 100, 1), st("B", 1, 1, 100, 1)};
   auto gt = make_governor("oracle", params(tie));
-  EXPECT_EQ(gt->choose_post_hoc(5 * kMs), 0);
+  EXPECT_EQ(gt->choose_post_hoc(5 * kMs, true), 0);
 }
 
 TEST(GovernorFactory, NamesAndErrors) {

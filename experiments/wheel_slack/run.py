@@ -7,19 +7,16 @@ of start jiffies (uniform over 2^27 jiffies, more than the coarsest granule
 reached), arms the timer on a wheel whose clock is jiffies and records when
 its bucket expires; timeouts convert to jiffies rounding up, as
 msecs_to_jiffies does. Saves the raw table to
-DIR/wheel_slack.parquet (or .csv without pyarrow); plot.py makes the figure.
+DIR/wheel_slack.parquet; plot.py makes the figure.
 """
 from __future__ import annotations
-
-import argparse
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 import timerlab as tl
+from timerlab.experiment import run_main
 
-HERE = Path(__file__).resolve().parent
 HZS = (100, 250, 1000)
 
 
@@ -46,25 +43,5 @@ def run(quick: bool) -> pd.DataFrame:
               .reset_index())
 
 
-def save(df: pd.DataFrame, out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        path = out / "wheel_slack.parquet"
-        df.to_parquet(path)
-    except ImportError:
-        path = out / "wheel_slack.csv"
-        df.to_csv(path, index=False)
-    return path
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="few timeouts and start jiffies (seconds)")
-    ap.add_argument("--out", type=Path, default=HERE / "results")
-    args = ap.parse_args(argv)
-    print(f"wrote {save(run(args.quick), args.out)}")
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(__doc__, __file__, lambda quick: {"wheel_slack": run(quick)}))

@@ -105,10 +105,14 @@ def table(states, *, busy_power_mw: float, name: str = "custom") -> IdleStates:
             missing.append(f"{base}_us (or _ns)")
     if missing:
         raise ValueError(f"idle_states: missing column(s) {missing}")
+    if len(df) > 16:
+        raise ValueError(f"idle_states: {len(df)} states; at most 16 (the kernel's CPUIDLE_STATE_MAX is 10)")
     for base in ("exit_latency", "target_residency"):
         if f"{base}_ns" not in df:
             df[f"{base}_ns"] = np.round(np.asarray(df[f"{base}_us"], dtype=float) * 1000)
-    for col in ("exit_latency_ns", "target_residency_ns", "power_mw"):
+    for col in ("exit_latency_ns", "target_residency_ns", "power_mw", "transition_uj"):
+        if col not in df:
+            continue  # transition_uj is optional
         values = pd.to_numeric(df[col], errors="coerce")
         if values.isna().any() or (values < 0).any() or not np.isfinite(values).all():
             bad = df.loc[values.isna() | ~(values >= 0), "name"].tolist()

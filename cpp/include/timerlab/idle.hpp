@@ -94,9 +94,11 @@ class Governor {
   virtual void reflect(int entered, std::int64_t last_residency_ns, bool got_tick) = 0;
   // The predicted idle duration behind the last choice (for results), ns.
   virtual std::int64_t predicted_ns() const = 0;
-  // Post-hoc governors (oracle) pick the state when the idle length is known.
+  // Post-hoc governors (oracle) pick the state when the idle length is
+  // known; package states only if the package was idle at entry (the same
+  // test the engine applies to every other governor's choice).
   virtual bool post_hoc() const { return false; }
-  virtual int choose_post_hoc(std::int64_t /*idle_ns*/) { return 0; }
+  virtual int choose_post_hoc(std::int64_t /*idle_ns*/, bool /*package_ok*/) { return 0; }
 };
 
 // "menu", "teo", "oracle", "shallowest", "deepest". Throws
