@@ -47,6 +47,8 @@ def configs(draw):
                      governor=draw(st.sampled_from(["menu", "teo", "oracle", "shallowest", "deepest"])),
                      hz=draw(st.sampled_from([100, 250, 1000])), placement=placement, kernel=kernel,
                      remote_wakeup=draw(st.sampled_from(["lazy", "always"])), workload=w,
+                     deferrable=draw(st.sampled_from(["legacy", "global", "global_nowake"])) if placement == "pull"
+                     else "legacy",
                      duration_ns=200_000_000, seed=draw(st.integers(0, 2**32)), record_events=True)
 
 

@@ -132,6 +132,13 @@ OverheadModel overhead_of(const py::dict& d) {
   return o;
 }
 
+DeferrablePolicy deferrable_policy_of(const std::string& name) {
+  if (name == "legacy") return DeferrablePolicy::legacy;
+  if (name == "global") return DeferrablePolicy::global;
+  if (name == "global_nowake") return DeferrablePolicy::global_nowake;
+  throw std::invalid_argument("deferrable='" + name + "': choose 'legacy', 'global' or 'global_nowake'");
+}
+
 SimConfig config_of(const py::dict& d) {
   SimConfig c;
   c.topology = topology_spec(get<unsigned>(d, "cpus"), get<unsigned>(d, "nodes"), get<std::vector<int>>(d, "node_of_cpu"),
@@ -141,6 +148,7 @@ SimConfig config_of(const py::dict& d) {
   c.pull_model = get<bool>(d, "pull_model");
   c.lazy_wakeup = get<bool>(d, "lazy_wakeup");
   c.deferrable_no_ipi = get<bool>(d, "deferrable_no_ipi");
+  c.deferrable = deferrable_policy_of(get<std::string>(d, "deferrable"));
   c.tmigr_setup = get<bool>(d, "numa_tree_fix") ? TmigrSetup::fixed : TmigrSetup::v6_12;
   c.remote_expires_self = get<bool>(d, "remote_expires_self");
   c.start_ns = get<std::int64_t>(d, "start_ns");

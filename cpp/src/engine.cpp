@@ -69,6 +69,9 @@ void SimConfig::validate() const {
   if (start_ns < 0) bad("start_ns must be >= 0, got " + std::to_string(start_ns));
   if (duration_ns > (std::int64_t{1} << 62) - start_ns) bad("duration_ns is too long");
   if (ipi_latency_ns < 0) bad("ipi_latency_ns must be >= 0");
+  if (deferrable != DeferrablePolicy::legacy && !pull_model) {
+    bad("deferrable policies other than 'legacy' need the pull model (a timer migration hierarchy)");
+  }
   workload.validate(topology.nr_cpus);
 }
 
@@ -83,7 +86,8 @@ Engine::Engine(const SimConfig& cfg)
   now_ = cfg_.start_ns;
   end_ns_ = cfg_.start_ns + cfg_.duration_ns;
   cpu_timers_.reserve(n);
-  for (unsigned c = 0; c < n; ++c) cpu_timers_.emplace_back(pool_, cfg_.hz, jiffies_at(now_), c);
+  HardGlobalEvents* hard = cfg_.deferrable == DeferrablePolicy::global_nowake ? this : nullptr;
+  for (unsigned c = 0; c < n; ++c) cpu_timers_.emplace_back(pool_, cfg_.hz, jiffies_at(now_), c, hard);
   log_.set_context(now_, topo_.bringup_order()[0]);
   tmigr_ = std::make_unique<Tmigr>(topo_, cfg_.tmigr_setup, cfg_.record_events ? &tracer_ : nullptr);
   tmigr_->set_remote_expires_self(cfg_.remote_expires_self);
@@ -262,6 +266,7 @@ void Engine::run_timer_softirq(unsigned cpu) {
   run_base(tc.base(BASE_LOCAL));
   if (cfg_.pull_model) run_base(tc.base(BASE_GLOBAL));
   run_base(tc.base(BASE_DEF));
+  if (cfg_.pull_model) run_base(tc.base(BASE_GDEF));
   if (cfg_.pull_model) {
     set_context(cpu);
     const unsigned handled = tmigr_->tmigr_handle_remote(cpu, basem_of(jiffies()), *this);
@@ -275,7 +280,17 @@ void Engine::run_base(TimerBase& base) {
   base.run_timers(j, [this, &base](TimerId t, jiffies_t baseclk) { expire_timer(base, t, baseclk); });
 }
 
-void Engine::timer_expire_remote(unsigned cpu) { run_base(cpu_timers_[cpu].base(BASE_GLOBAL)); }
+void Engine::timer_expire_remote(unsigned cpu) {
+  run_base(cpu_timers_[cpu].base(BASE_GLOBAL));
+  run_base(cpu_timers_[cpu].base(BASE_GDEF));  // empty unless global_nowake
+}
+
+std::uint64_t Engine::first_hard_global(jiffies_t basej, std::uint64_t basem) {
+  // O(CPUs), but only when the last CPU goes idle under global_nowake.
+  std::uint64_t first = KTIME_MAX;
+  for (TimerCpu& tc : cpu_timers_) first = std::min(first, tc.next_hard_global(basej, basem, tick_nsec_));
+  return first;
+}
 
 std::uint64_t Engine::fetch_next_global_remote(unsigned cpu) {
   const jiffies_t j = jiffies();
@@ -354,7 +369,7 @@ void Engine::del_timer(unsigned cpu, TimerId t) {
 TimerBase& Engine::target_base(TimerId t, TimerBase& current) {
   (void)current;
   const std::uint32_t flags = pool_[t].flags;
-  const unsigned idx = timer_base_index(flags, cfg_.pull_model);
+  const unsigned idx = timer_base_index(flags, cfg_.pull_model, cfg_.deferrable);
   if (cfg_.pull_model || (flags & TIMER_PINNED)) return cpu_timers_[cur_].base(idx);
   return cpu_timers_[get_nohz_timer_target(cur_)].base(idx);
 }

@@ -107,7 +107,7 @@ class CpuHeap {
   std::vector<std::uint32_t> pos_;
 };
 
-class Engine final : public TmigrHost {
+class Engine final : public TmigrHost, public HardGlobalEvents {
  public:
   explicit Engine(const SimConfig& cfg);
   SimResult run();
@@ -117,18 +117,19 @@ class Engine final : public TmigrHost {
   jiffies_t jiffies() const { return jiffies_at(now_); }
   TimerBase& timer_base(TimerId t) {
     const std::uint32_t f = pool_[t].flags;
-    return cpu_timers_[f & TIMER_CPUMASK].base(timer_base_index(f, cfg_.pull_model));
+    return cpu_timers_[f & TIMER_CPUMASK].base(timer_base_index(f, cfg_.pull_model, cfg_.deferrable));
   }
   TimerBase& target_base(TimerId t, TimerBase& current);
   void trace_timer_start(TimerBase& base, TimerId t, const EnqueueResult& r);
   void trace_timer_cancel(TimerBase& base, TimerId t);
   void trigger_dyntick_cpu(TimerBase& base, TimerId t, bool new_first);
   TimerBase& cpu_base(unsigned cpu, std::uint32_t flags) {
-    return cpu_timers_[cpu].base(timer_base_index(flags, cfg_.pull_model));
+    return cpu_timers_[cpu].base(timer_base_index(flags, cfg_.pull_model, cfg_.deferrable));
   }
   bool add_timer_on_pins() const { return cfg_.pull_model; }
   void timer_expire_remote(unsigned cpu) override;
   std::uint64_t fetch_next_global_remote(unsigned cpu) override;
+  std::uint64_t first_hard_global(jiffies_t basej, std::uint64_t basem) override;
 
  private:
   // engine.cpp

@@ -3,9 +3,11 @@
 
 namespace timerlab {
 
-TimerCpu::TimerCpu(TimerPool& pool, unsigned hz, jiffies_t jiffies, unsigned cpu)
-    : bases_{TimerBase(pool, hz, jiffies, cpu), TimerBase(pool, hz, jiffies, cpu), TimerBase(pool, hz, jiffies, cpu)},
-      cpu_(cpu) {}
+TimerCpu::TimerCpu(TimerPool& pool, unsigned hz, jiffies_t jiffies, unsigned cpu, HardGlobalEvents* hard)
+    : bases_{TimerBase(pool, hz, jiffies, cpu), TimerBase(pool, hz, jiffies, cpu), TimerBase(pool, hz, jiffies, cpu),
+             TimerBase(pool, hz, jiffies, cpu)},
+      cpu_(cpu),
+      hard_(hard) {}
 
 jiffies_t TimerCpu::fetch_next_timer_interrupt(jiffies_t basej, std::uint64_t basem, TimerEvents& tevt,
                                                std::uint64_t tick_nsec) {
@@ -25,7 +27,25 @@ jiffies_t TimerCpu::fetch_next_timer_interrupt(jiffies_t basej, std::uint64_t ba
   }
   if (!local_first && global.timers_pending()) tevt.global = basem + (next_global - basej) * tick_nsec;
   if (local.timers_pending()) tevt.local = basem + (next_local - basej) * tick_nsec;
+  // global_nowake: the GDEF base's first expiry reaches the hierarchy like
+  // a global one (when it precedes the local event) but never this CPU's
+  // own wakeup.
+  TimerBase& gdef = bases_[BASE_GDEF];
+  if (gdef.timers_pending()) {
+    const jiffies_t next_gdef = gdef.next_timer_interrupt(basej);
+    if (time_before(next_gdef, next_local) || !local.timers_pending()) {
+      const jiffies_t at = time_before(next_gdef, basej) ? basej : next_gdef;
+      tevt.global = std::min(tevt.global, basem + (at - basej) * tick_nsec);
+    }
+  }
   return nextevt;
+}
+
+std::uint64_t TimerCpu::next_hard_global(jiffies_t basej, std::uint64_t basem, std::uint64_t tick_nsec) {
+  TimerBase& global = bases_[BASE_GLOBAL];
+  if (!global.timers_pending()) return KTIME_MAX;
+  const jiffies_t next = global.next_timer_interrupt(basej);
+  return basem + (time_before(next, basej) ? 0 : next - basej) * tick_nsec;
 }
 
 std::uint64_t TimerCpu::get_next_timer_interrupt(jiffies_t basej, std::uint64_t basem, std::uint64_t tick_nsec,
@@ -44,6 +64,9 @@ std::uint64_t TimerCpu::get_next_timer_interrupt(jiffies_t basej, std::uint64_t 
     } else {
       next_tmigr = tmigr->tmigr_quick_check(cpu_, tevt.global);
     }
+    // global_nowake: the hierarchy's answer may be a deferrable event; the
+    // last idle CPU wakes only for the system's first BASE_GLOBAL one.
+    if (hard_ && next_tmigr != KTIME_MAX) next_tmigr = hard_->first_hard_global(basej, basem);
     // The last CPU going idle must wake for the system's first global event.
     if (next_tmigr < tevt.local) {
       if (next_tmigr < basem) next_tmigr = basem;
@@ -55,6 +78,7 @@ std::uint64_t TimerCpu::get_next_timer_interrupt(jiffies_t basej, std::uint64_t 
   }
   local.forward_timer_base(basej);
   bases_[BASE_GLOBAL].forward_timer_base(basej);
+  bases_[BASE_GDEF].forward_timer_base(basej);
   if (idle) {
     // The bases are idle when the next event is more than a tick away; the
     // hierarchy may have moved nextevt, so test again.
@@ -99,8 +123,8 @@ bool TimerCpu::timer_clear_idle() {
 }
 
 bool TimerCpu::any_base_due(jiffies_t jiffies, bool pull_model) const {
-  for (unsigned b : {unsigned{BASE_LOCAL}, unsigned{BASE_GLOBAL}, unsigned{BASE_DEF}}) {
-    if (!pull_model && b == BASE_GLOBAL) continue;
+  for (unsigned b = 0; b < NR_BASES; ++b) {
+    if (!pull_model && (b == BASE_GLOBAL || b == BASE_GDEF)) continue;
     if (time_after_eq(jiffies, bases_[b].next_expiry())) return true;
   }
   return false;

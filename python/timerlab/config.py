@@ -14,6 +14,7 @@ from .workloads import Workload, mixed
 
 PLACEMENTS = ("push", "pull")
 REMOTE_WAKEUPS = ("lazy", "always")
+DEFERRABLE_POLICIES = ("legacy", "global", "global_nowake")
 GOVERNORS = ("menu", "teo", "oracle", "shallowest", "deepest")
 # Costs of timer code (ns) for the overhead model (engine.hpp, OverheadModel).
 OVERHEAD_DEFAULTS = dict(enqueue_ns=62.0, dequeue_ns=47.0, push_target_ns=36.0, push_domain_ns=20.0,
@@ -21,7 +22,7 @@ OVERHEAD_DEFAULTS = dict(enqueue_ns=62.0, dequeue_ns=47.0, push_target_ns=36.0, 
 
 _DEFAULTS = dict(
     cpus=None, nodes=None, node_of_cpu=None, layout="contiguous", smt=1, llc_size=0, bringup_order=None,
-    topology=None, hz=250, placement=None, remote_wakeup="lazy", kernel="latest", workload=None,
+    topology=None, hz=250, placement=None, remote_wakeup="lazy", deferrable="legacy", kernel="latest", workload=None,
     duration_ns=1_000_000_000, seed=1, start_ns=0, ipi_latency_ns=1000, irq_ns=2000, record_events=False,
     record_timers=True, check_invariants=False, idle_states="skx", governor="menu", busy_power_mw=None,
     latency_req_ns=None, record_idle=True, overhead=None,
@@ -43,6 +44,12 @@ class Config:
     timer armed on an idle CPU goes to the nearest busy one); default: the
     kernel's. ``remote_wakeup``: "lazy" (an idle CPU is woken only for its
     new first timer) or "always" (before 2015: on every enqueue).
+    ``deferrable``: where non-pinned deferrable timers go (pull only):
+    "legacy" (the local deferrable base: they never wake an idle CPU and run
+    when it is next awake; every kernel), "global" (they are global timers:
+    the hierarchy hands them to an awake CPU and the last idle CPU wakes for
+    them), "global_nowake" (global, but a fully idle system never wakes for
+    them — no kernel has it). Pinned deferrable timers stay local.
 
     Idle: ``idle_states`` (a preset of timerlab.idle_states: "skx" (default),
     "icx", "spr", "skl", "acpi", "vm"; or a table: list of dicts or
@@ -59,8 +66,8 @@ class Config:
     the models' invariants after every step (slow, for tests).
     """
 
-    __slots__ = ("_args", "topology", "hz", "placement", "remote_wakeup", "kernel", "workload", "duration_ns",
-                 "seed", "start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers",
+    __slots__ = ("_args", "topology", "hz", "placement", "remote_wakeup", "deferrable", "kernel", "workload",
+                 "duration_ns", "seed", "start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers",
                  "check_invariants", "idle_states", "governor", "latency_req_ns", "record_idle", "overhead")
 
     def __init__(self, **kwargs):
@@ -83,6 +90,10 @@ class Config:
                              f"kernel={args['kernel']!r}")
         set_("placement", placement)
         set_("remote_wakeup", check_choice("remote_wakeup", args["remote_wakeup"], REMOTE_WAKEUPS))
+        set_("deferrable", check_choice("deferrable", args["deferrable"], DEFERRABLE_POLICIES))
+        if self.deferrable != "legacy" and placement != "pull":
+            raise ValueError(f"deferrable={self.deferrable!r} needs placement='pull' (the timer migration "
+                             "hierarchy); with push only 'legacy' exists")
         workload = args["workload"] if args["workload"] is not None else mixed()
         if not isinstance(workload, Workload):
             raise TypeError(f"workload must be built with timerlab.workloads, got {type(workload).__name__}")
@@ -124,6 +135,7 @@ class Config:
             "cpus": t.cpus, "nodes": t.nodes, "node_of_cpu": list(t.node_of_cpu), "smt": t.smt,
             "llc_size": t.llc_size, "bringup_order": list(t.bringup_order), "hz": self.hz,
             "pull_model": self.placement == "pull", "lazy_wakeup": self.remote_wakeup == "lazy",
+            "deferrable": self.deferrable,
             "deferrable_no_ipi": kernel_has(self.kernel, "deferrable_no_ipi"),
             "numa_tree_fix": kernel_has(self.kernel, "numa_tree_fix"),
             "remote_expires_self": kernel_has(self.kernel, "remote_expires_self"),
@@ -152,6 +164,7 @@ class Config:
     def __repr__(self) -> str:
         shown = [f"topology={self.topology!r}", f"hz={self.hz}", f"kernel={self.kernel!r}",
                  f"placement={self.placement!r}", f"remote_wakeup={self.remote_wakeup!r}",
+                 f"deferrable={self.deferrable!r}",
                  f"idle_states={self.idle_states.name!r}", f"governor={self.governor!r}",
                  f"duration_ns={self.duration_ns:_}", f"seed={self.seed}", f"workload={self.workload!r}"]
         for k in ("start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers", "check_invariants",

@@ -19,7 +19,8 @@ from . import dist as _dist
 from ._validate import check_int
 from .wheel import parse_timer_flags
 
-__all__ = ["Workload", "tasks", "timeouts", "periodic", "busy", "remote_enqueuer", "enqueue_dequeue", "mixed"]
+__all__ = ["Workload", "tasks", "timeouts", "periodic", "busy", "busy_fraction", "remote_enqueuer", "enqueue_dequeue",
+           "mixed", "server", "devfreq", "sleepers", "idle", "SERVER_TIMERS"]
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,80 @@ def mixed(*, busy_fraction: float = 0.25) -> Workload:
     return (busy(fraction=busy_fraction)
             + tasks(run_ns=_dist.exponential(200_000), sleep_ns=_dist.exponential(10_000_000), timeouts=2)
             + periodic(period_ns=1_000_000_000, flags="D"))
+
+
+def busy_fraction(fraction: float = 0.25, *, cpus=None, nodes=None) -> Workload:
+    """A share of the (selected) CPUs kept busy, spread evenly — the seeds'
+    "a quarter of the CPUs kept busy"."""
+    return busy(fraction=fraction, cpus=cpus, nodes=nodes)
+
+
+def devfreq(*, cpu: int = 0, period_ns=20_000_000, flags: str = "D", function: str = "delayed_work_timer_fn") -> Workload:
+    """The reviewer's example in the pull-model seeds: a devfreq governor's
+    deferrable delayed work polling every 20 ms (devfreq_monitor, queued
+    without a CPU: a non-pinned deferrable timer). Under deferrable="legacy"
+    it runs only when its CPU is awake anyway; "global" wakes the last idle
+    CPU for it; "global_nowake" runs it on whichever CPU is awake. Like
+    delayed work, it is re-armed on the CPU that ran it."""
+    return periodic(cpus=[check_int("devfreq.cpu", cpu, minimum=0)], period_ns=period_ns, flags=flags,
+                    function=function)
+
+
+def sleepers(*, cpus=None, nodes=None, per_cpu: int = 1, run_ns=_dist.exponential(100_000),
+             sleep_ns=_dist.uniform(1_000_000, 20_000_000)) -> Workload:
+    """Tasks that run briefly and sleep with schedule_timeout: each sleep arms
+    a non-pinned process_timeout timer on the task's CPU, and its expiry
+    wakes the task on that same CPU (the fair scheduler's preference for the
+    previous CPU). Under pull, an idle CPU's process_timeout is expired by
+    the migrator, which then has to wake the sleeper's CPU with an IPI: the
+    ping-pong of the pull-model cover letter."""
+    return tasks(cpus=cpus, nodes=nodes, per_cpu=per_cpu, run_ns=run_ns, sleep_ns=sleep_ns, sleep="timer")
+
+
+# The timer mix of a server, per callback class: share of timer starts,
+# timeout, flags, probability of being cancelled (or re-armed) before expiry.
+# Shares and timeouts are those of the 16-CPU Debian 6.12 trace in
+# tests/data/traces (28.8 s; process_timeout is in `sleepers`): tcp_write_timer
+# 325 starts (50-250 jiffies, none expired), tcp_keepalive_timer 101 (60 s to
+# 2 h), tw_timer_handler 67 (60 s), reqsk_timer_handler 65 (1 s, pinned),
+# tcp_delack_timer 63 (40 ms), delayed_work 137 (~1 s, deferrable).
+SERVER_TIMERS = (
+    ("tcp_write_timer", 325, _dist.uniform(200_000_000, 1_000_000_000), "", 0.98),
+    ("tcp_keepalive_timer", 101, _dist.uniform(60e9, 7200e9), "", 0.99),
+    ("tw_timer_handler", 67, 60_000_000_000, "", 0.2),
+    ("reqsk_timer_handler", 65, 1_000_000_000, "P", 0.95),
+    ("tcp_delack_timer", 63, 40_000_000, "", 0.9),
+    ("blk_rq_timed_out_timer", 60, 30_000_000_000, "", 0.999),
+)
+
+
+def server(*, cpus=None, nodes=None, rate_hz: float = 200.0, busy_fraction: float = 0.25,
+           sleepers_per_cpu: int = 1) -> Workload:
+    """A busy server: network and block timeouts armed from interrupts at
+    ``rate_hz`` per CPU in total, split by class as in SERVER_TIMERS (almost
+    all cancelled or re-armed before they expire), ``sleepers_per_cpu``
+    schedule_timeout sleepers per CPU, deferrable per-CPU housekeeping every
+    second (vmstat-like), and ``busy_fraction`` of the CPUs kept busy. The
+    rate is a model parameter: the traced guest was lightly loaded (about
+    1 timer start per CPU per second); busy hosts arm hundreds."""
+    total = sum(share for _, share, *_ in SERVER_TIMERS)
+    w = Workload()
+    for function, share, timeout, flags, cancel_p in SERVER_TIMERS:
+        w = w + timeouts(rate_hz=_rate("server.rate_hz", rate_hz) * share / total, cpus=cpus, nodes=nodes,
+                         timeout_ns=timeout, cancel_p=cancel_p, flags=flags, function=function,
+                         cancel_after_ns=_dist.exponential(20_000_000))
+    if sleepers_per_cpu:
+        w = w + sleepers(cpus=cpus, nodes=nodes, per_cpu=sleepers_per_cpu)
+    return (w + periodic(cpus=cpus, nodes=nodes, period_ns=1_000_000_000, flags="D")
+            + busy(fraction=busy_fraction, cpus=cpus, nodes=nodes))
+
+
+def idle(*, cpus=None, nodes=None) -> Workload:
+    """An almost idle system: per-CPU deferrable housekeeping every second
+    (vmstat_update-like delayed work) and one non-deferrable periodic timer
+    every 4 s per CPU (e.g. a watchdog)."""
+    return (periodic(cpus=cpus, nodes=nodes, period_ns=1_000_000_000, flags="D")
+            + periodic(cpus=cpus, nodes=nodes, period_ns=4_000_000_000, flags="", function="watchdog_timer_fn"))
 
 
 def _check_flags(name, flags) -> str:

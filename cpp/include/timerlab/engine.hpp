@@ -86,6 +86,7 @@ struct SimConfig {
   bool pull_model = true;          // 6.9+: pull at expiry; false: pre-6.9 push at enqueue
   bool lazy_wakeup = true;         // wake an idle CPU only for its new first timer
   bool deferrable_no_ipi = true;   // 6.8+: deferrable timers never IPI
+  DeferrablePolicy deferrable = DeferrablePolicy::legacy;  // timer_cpu.hpp; non-legacy needs pull_model
   TmigrSetup tmigr_setup = TmigrSetup::fixed;
   bool remote_expires_self = true;
   std::int64_t start_ns = 0;  // CLOCK_MONOTONIC at the start (jiffies = INITIAL_JIFFIES at 0)

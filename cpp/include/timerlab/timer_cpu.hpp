@@ -18,6 +18,18 @@
 //   DEFERRABLE (+P)  BASE_DEF                    BASE_DEF
 // Before 6.9 BASE_STD is stored in slot BASE_LOCAL and BASE_GLOBAL is unused.
 //
+// Deferrable policies (what-ifs from the pull-model review; pinned
+// deferrable timers stay on BASE_DEF under every policy):
+//   legacy         non-pinned deferrable timers on BASE_DEF (every kernel)
+//   global         they go to BASE_GLOBAL: ordinary global timers, which
+//                  may wake the last idle CPU (the series' "next step")
+//   global_nowake  they go to BASE_GDEF, a fourth base whose first expiry
+//                  is handed to the hierarchy like a global one (so an
+//                  active migrator expires it), but the wakeup of the last
+//                  CPU going idle counts BASE_GLOBAL only: a fully idle
+//                  system never wakes for them (the reviewer's request; no
+//                  kernel has it)
+//
 // Going idle (6.9+): the first LOCAL and GLOBAL bucket expiries give the
 // next event. If it is at most one jiffy away, nothing else happens. Else the
 // first GLOBAL expiry (only if it precedes the first LOCAL one) goes to the
@@ -42,15 +54,30 @@
 
 namespace timerlab {
 
-enum BaseIdx : unsigned { BASE_LOCAL = 0, BASE_GLOBAL = 1, BASE_DEF = 2, NR_BASES = 3 };
+enum BaseIdx : unsigned { BASE_LOCAL = 0, BASE_GLOBAL = 1, BASE_DEF = 2, BASE_GDEF = 3, NR_BASES = 4 };
 inline constexpr unsigned BASE_STD = BASE_LOCAL;  // the pre-6.9 single standard base
 
+enum class DeferrablePolicy : std::uint8_t { legacy, global, global_nowake };
+
 // get_timer_cpu_base / get_timer_this_cpu_base: which base a timer goes to.
-constexpr unsigned timer_base_index(std::uint32_t flags, bool pull_model) {
-  if (flags & TIMER_DEFERRABLE) return BASE_DEF;
+// The policies other than legacy need the pull model (a hierarchy).
+constexpr unsigned timer_base_index(std::uint32_t flags, bool pull_model,
+                                    DeferrablePolicy def = DeferrablePolicy::legacy) {
+  if (flags & TIMER_DEFERRABLE) {
+    if (!pull_model || (flags & TIMER_PINNED) || def == DeferrablePolicy::legacy) return BASE_DEF;
+    return def == DeferrablePolicy::global ? BASE_GLOBAL : BASE_GDEF;
+  }
   if (!pull_model) return BASE_STD;
   return (flags & TIMER_PINNED) ? BASE_LOCAL : BASE_GLOBAL;
 }
+
+// The first BASE_GLOBAL expiry of the whole system (ns, KTIME_MAX if none):
+// under global_nowake, the only global events the last idle CPU wakes for.
+class HardGlobalEvents {
+ public:
+  virtual ~HardGlobalEvents() = default;
+  virtual std::uint64_t first_hard_global(jiffies_t basej, std::uint64_t basem) = 0;
+};
 
 struct TimerEvents {
   std::uint64_t local = KTIME_MAX;
@@ -65,7 +92,8 @@ enum class NextEventPath : std::uint8_t {
 
 class TimerCpu {
  public:
-  TimerCpu(TimerPool& pool, unsigned hz, jiffies_t jiffies, unsigned cpu);
+  // `hard` is non-null only under global_nowake.
+  TimerCpu(TimerPool& pool, unsigned hz, jiffies_t jiffies, unsigned cpu, HardGlobalEvents* hard = nullptr);
 
   TimerBase& base(unsigned idx) { return bases_[idx]; }
   const TimerBase& base(unsigned idx) const { return bases_[idx]; }
@@ -92,10 +120,13 @@ class TimerCpu {
   // run_local_timers: is any base due at `jiffies`? (The hierarchy's check,
   // tmigr_requires_handle_remote, is the caller's.)
   bool any_base_due(jiffies_t jiffies, bool pull_model) const;
+  // This CPU's first BASE_GLOBAL expiry in ns (KTIME_MAX if none).
+  std::uint64_t next_hard_global(jiffies_t basej, std::uint64_t basem, std::uint64_t tick_nsec);
 
  private:
   std::array<TimerBase, NR_BASES> bases_;
   unsigned cpu_;
+  HardGlobalEvents* hard_;
 };
 
 }  // namespace timerlab
