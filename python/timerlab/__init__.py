@@ -1,7 +1,8 @@
 """timerlab: a simulator of the Linux kernel's timer subsystem.
 
-Public API (see DESIGN.md): ``calc_wheel_index``, ``TimerWheel``,
-``read_ftrace`` / ``Trace``.
+Public API (see DESIGN.md): ``Config``, ``simulate`` / ``Result``, ``sweep``,
+``workloads``, ``dist``, ``idle_states``, ``hierarchy``, ``Topology``,
+``calc_wheel_index``, ``TimerWheel``, ``read_ftrace`` / ``Trace``.
 """
 from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_constants
 from .trace import Trace, TraceFormatError, read_ftrace
@@ -10,6 +11,7 @@ from .hierarchy import Hierarchy, hierarchy
 from . import dist, idle_states, workloads
 from .config import Config
 from .simulate import Result, simulate
+from .sweep import SweepError, sweep
 
 __version__ = "0.1.0"
 
@@ -17,9 +19,11 @@ __all__ = [
     "Config",
     "Hierarchy",
     "Result",
+    "SweepError",
     "dist",
     "idle_states",
     "simulate",
+    "sweep",
     "workloads",
     "TimerWheel",
     "Topology",
