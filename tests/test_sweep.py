@@ -3,7 +3,6 @@ the worker count or the cache; bad grids and cache paths refused before
 anything runs; failed points reported with their values. Real runs, small
 configs."""
 import itertools
-import time
 
 import pandas as pd
 import pytest
@@ -143,10 +142,9 @@ def test_unwritable_cache_path_fails_fast(tmp_path):
 
 
 def test_unreachable_scheduler_is_a_clear_error():
-    t0 = time.monotonic()
-    with pytest.raises(ConnectionError, match=f"cannot reach the dask scheduler at {UNREACHABLE}"):
+    # The message names the short connect timeout sweep uses (not distributed's default).
+    with pytest.raises(ConnectionError, match=f"cannot reach the dask scheduler at {UNREACHABLE} .*within 5 s"):
         sweep(CFG, {}, backend="dask", scheduler=UNREACHABLE, progress=False)
-    assert time.monotonic() - t0 < 30  # a short connect timeout, not distributed's default
 
 
 def test_failed_points_are_reported_after_the_others_ran(tmp_path):

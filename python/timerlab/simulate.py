@@ -57,6 +57,15 @@ class Result:
     events: pd.DataFrame | None
     wall_s: float
 
+    def to_ftrace(self, path) -> None:
+        """Write the event log as ftrace text, in the kernel's own event
+        formats, as tracefs' ``trace`` file prints them (``.gz``, ``.xz`` and
+        ``.bz2`` paths are compressed). Needs ``Config(record_events=True)``;
+        :func:`timerlab.read_ftrace` reads the file back. See
+        :mod:`timerlab.export` for the format and what is made up."""
+        from .export import to_ftrace
+        to_ftrace(self, path)
+
     def __repr__(self) -> str:
         s = self.summary
         return (f"Result({self.config.topology!r}, placement={self.config.placement!r}, "
