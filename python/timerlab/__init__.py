@@ -8,7 +8,7 @@ from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_consta
 from .trace import Trace, TraceFormatError, read_ftrace
 from .topology import Topology
 from .hierarchy import Hierarchy, hierarchy
-from . import dist, idle_states, workloads
+from . import config_file, dist, idle_states, workloads
 from .config import Config
 from .simulate import Result, simulate
 from .sweep import SweepError, sweep

@@ -1,133 +1,65 @@
 """The ``timerlab`` command line.
 
-``timerlab demo``: replays the timer events of a real kernel trace (bundled,
-or ``--trace``) through timerlab's timer wheel, shows that every placement the
-kernel printed is reproduced, and tabulates the slack the wheel adds (how much
-later than requested a timer's bucket expires), per wheel level and per
-callback. Writes a figure of slack against timeout.
+    timerlab demo                 push vs pull, lazy vs always wakeups on a 2-node machine
+    timerlab run CONFIG.toml      one simulation: summary, per-CPU table, figures
+    timerlab sweep CONFIG.toml    the [sweep] grid x seeds of a config, one table
+    timerlab export CONFIG.toml   a simulated run as ftrace text
+    timerlab replay TRACE         a real trace replayed under other policies
+    timerlab validate TRACE       how closely the simulator agrees with a trace
+    timerlab wheel [TRACE]        a trace's timer_start events through the wheel
 
-A user mistake (missing file, bad option) prints one line and exits with
-status 2; it never shows a traceback.
+Config files: timerlab.config_file. A user mistake (missing file, bad option
+or value) prints one line and exits with status 2, never a traceback.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from importlib import resources
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-BUNDLED_TRACE = "vm2-fsync-sleep-hz250.trace.txt.xz"
-
-
-class UserError(Exception):
-    """A mistake of the user's, reported as one line."""
-
-
-def _bundled_trace() -> Path:
-    return Path(str(resources.files("timerlab") / "data" / BUNDLED_TRACE))
-
-
-def slack_tables(placement: pd.DataFrame, hz: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Slack of each placed timer (bucket expiry - expires), per level and per callback."""
-    p = placement.assign(
-        level=placement["idx_kernel"] // 64,
-        slack_jiffies=(placement["bucket_expiry_kernel"] - placement["expires_jiffies"]).astype(np.int64),
-    )
-    tick_ms = 1000 / hz
-    p["slack_ms"] = p["slack_jiffies"] * tick_ms
-    p["timeout_ms"] = p["timeout_jiffies"] * tick_ms
-    p["relative_slack"] = p["slack_jiffies"] / p["timeout_jiffies"].clip(lower=1)
-    per_level = p.groupby("level").agg(
-        timers=("slack_jiffies", "size"),
-        timeout_ms_min=("timeout_ms", "min"),
-        timeout_ms_max=("timeout_ms", "max"),
-        slack_ms_mean=("slack_ms", "mean"),
-        slack_ms_max=("slack_ms", "max"),
-        relative_slack_max=("relative_slack", "max"),
-    )
-    per_function = (
-        p.groupby("function")
-        .agg(timers=("slack_jiffies", "size"), base=("base", lambda b: "/".join(sorted(set(b)))),
-             timeout_ms_median=("timeout_ms", "median"), slack_ms_mean=("slack_ms", "mean"))
-        .sort_values("timers", ascending=False)
-    )
-    return per_level, per_function
-
-
-def _plot_slack(placement: pd.DataFrame, hz: int, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tick_ms = 1000 / hz
-    timeout = placement["timeout_jiffies"].clip(lower=0).to_numpy() * tick_ms
-    slack = (placement["bucket_expiry_kernel"] - placement["expires_jiffies"]).astype(np.int64).to_numpy() * tick_ms
-    level = (placement["idx_kernel"] // 64).to_numpy()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
-    for lvl in np.unique(level):
-        sel = level == lvl
-        ax.scatter(timeout[sel] + tick_ms / 2, slack[sel], s=8, label=f"level {lvl}")
-    grid = np.logspace(0, np.log10(max(timeout.max(), 10) * 2), 200)
-    ax.plot(grid, grid * 8 / 63, "k--", lw=0.8, label="8/63 of the timeout")
-    ax.set(xscale="log", yscale="log", xlabel="timeout requested (ms)", ylabel="slack added by the wheel (ms)",
-           title=f"Timer wheel slack, HZ={hz}")
-    ax.legend(fontsize="small")
-    paths = [out / "wheel_slack.png", out / "wheel_slack.pdf"]
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
-
-
-def demo(trace_path: Path | None, out: Path, plot: bool, hz: int) -> int:
-    import timerlab as tl
-    from timerlab.fidelity import wheel_replay
-
-    path = trace_path or _bundled_trace()
-    trace = tl.read_ftrace(path)
-    replay = wheel_replay(trace, hz=hz)
-    p = replay.placement
-    if p.empty:
-        raise UserError(f"{path}: the trace has no timer_start events; enable the timer:timer_start event")
-    lagging = p[p["explanation"] != "clk == jiffies"]
-    print(f"timerlab demo: the kernel's timer wheel, replayed on {path.name}")
-    print(f"  {len(trace.events):,} events, {trace.nr_cpus} CPUs, HZ={hz}\n")
-    print(f"Placement: {int(p['agrees'].sum()):,} of {len(p):,} timer_start events reproduced exactly "
-          f"(bucket index and bucket expiry), {len(lagging)} of them from a base clock behind jiffies:")
-    for row in lagging.itertuples():
-        print(f"  line {row.line}: {row.function} ({row.base} base of CPU {row.base_cpu}), clk "
-              f"{row.clk_lag_jiffies} jiffies behind: {row.explanation}")
-    x = replay.expiries
-    known = x["baseclk_replayed"].notna()
-    print(f"Expiry: {int(x.loc[known, 'agrees'].sum()):,} of {int(known.sum()):,} timer_expire_entry events "
-          f"collected at the kernel's baseclk ({int((~known).sum())} timers were armed before the trace began)\n")
-    per_level, per_function = slack_tables(p, hz)
-    with pd.option_context("display.float_format", "{:.2f}".format, "display.width", 120):
-        print("Slack the wheel adds, per level (ms):")
-        print(per_level.to_string())
-        print("\nBusiest callbacks:")
-        print(per_function.head(10).to_string())
-    if plot:
-        out.mkdir(parents=True, exist_ok=True)
-        for written in _plot_slack(p, hz, out):
-            print(f"\nwrote {written}", end="")
-        print()
-    return 0
+from . import cli_commands as commands
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="timerlab", description="Simulate the Linux kernel timer subsystem.")
+    parser = argparse.ArgumentParser(prog="timerlab", description="Simulate the Linux kernel timer subsystem.",
+                                     epilog="`timerlab COMMAND --help` for each command.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    d = sub.add_parser("demo", help="replay a real trace through the timer wheel and show the slack it adds",
-                       description=__doc__.split("\n\n")[1])
-    d.add_argument("--trace", type=Path, help="ftrace text (.txt, .xz, .gz); default: the bundled 6.18 trace")
-    d.add_argument("--hz", type=int, default=250, help="HZ of the traced kernel (default 250)")
-    d.add_argument("--out", type=Path, default=Path("timerlab-demo"), help="folder for figures (default ./timerlab-demo)")
-    d.add_argument("--no-plot", action="store_true", help="print the tables only")
+
+    def command(name, help_, out_default=None):
+        p = sub.add_parser(name, help=help_, description=help_)
+        if out_default:
+            p.add_argument("--out", type=Path, default=Path(out_default), help=f"output (default {out_default})")
+        return p
+
+    d = command("demo", "push vs pull and lazy vs always wakeups on a 2-node machine: table and figures",
+                "timerlab-demo")
+    d.add_argument("--cpus", type=int, default=32, help="CPUs (default 32)")
+    d.add_argument("--nodes", type=int, default=2, help="NUMA nodes (default 2)")
+    d.add_argument("--seconds", type=float, default=2.0, help="simulated time per run (default 2)")
+    d.add_argument("--seeds", type=int, default=3, help="seeds per configuration (default 3)")
+    d.add_argument("--no-plot", action="store_true", help="print the table only")
+    r = command("run", "run the simulation a TOML config describes", "timerlab-run")
+    r.add_argument("config", type=Path)
+    r.add_argument("--no-plot", action="store_true", help="tables only")
+    s = command("sweep", "run the [sweep] grid of a TOML config", "sweep.parquet")
+    s.add_argument("config", type=Path)
+    s.add_argument("--backend", choices=["serial", "processes", "dask"], help="overrides the file's")
+    s.add_argument("--scheduler", help="dask scheduler address (tcp://host:port)")
+    e = command("export", "simulate a TOML config and write the run as ftrace text", "sim.trace.txt")
+    e.add_argument("config", type=Path)
+    p = command("replay", "replay a real trace under other policies and compare", "timerlab-replay")
+    p.add_argument("trace", type=Path)
+    p.add_argument("--placement", choices=["push", "pull"], action="append", help="repeat for several")
+    p.add_argument("--deferrable", choices=["legacy", "global", "global_nowake"], action="append")
+    p.add_argument("--governor", choices=["menu", "teo", "oracle", "shallowest", "deepest"], action="append")
+    v = command("validate", "compare the simulator with what the kernel recorded in a trace")
+    v.add_argument("trace", type=Path)
+    w = command("wheel", "replay a trace's timer events through the wheel and show the slack it adds",
+                "timerlab-wheel")
+    w.add_argument("trace", type=Path, nargs="?", help="ftrace text (.txt, .xz, .gz); default: a bundled trace")
+    w.add_argument("--hz", type=int, default=250, help="HZ of the traced kernel (default 250)")
+    w.add_argument("--no-plot", action="store_true", help="print the tables only")
     return parser
 
 
@@ -138,23 +70,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        if args.command == "demo":
-            return demo(args.trace, args.out, not args.no_plot, args.hz)
-    except UserError as e:
-        print(f"timerlab: {e}", file=sys.stderr)
-        return 2
-    except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
-        print(f"timerlab: {e.filename or e}: {e.strerror or e}", file=sys.stderr)
-        return 2
-    except ValueError as e:  # bad option values and malformed traces name themselves
-        print(f"timerlab: {e}", file=sys.stderr)
-        return 2
+        return getattr(commands, args.command)(args)
     except BrokenPipeError:  # output piped into `head`: not an error of ours
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    return 0
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as e:
+        print(f"timerlab: {e.filename or e}: {e.strerror or e}", file=sys.stderr)
+    except (ValueError, TypeError, ImportError, ConnectionError) as e:  # these name the option or file
+        print(f"timerlab: {str(e).splitlines()[0]}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("timerlab: interrupted", file=sys.stderr)
+        return 130
+    return 2
 
 
 if __name__ == "__main__":

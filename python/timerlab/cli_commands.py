@@ -1,0 +1,125 @@
+"""The commands of ``timerlab`` (see cli.py); each takes the parsed arguments
+and returns the exit status. Errors are raised (ValueError naming the option
+or file) and reported as one line by cli.main."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+# Headline figures of a run, as the tables show them.
+HEADLINE = ["wakeups_per_cpu_per_s", "ipis", "timers_expired_remote", "deepest_state_residency_fraction",
+            "avg_power_mw", "lateness_ns_p99", "timer_overhead_ns"]
+
+
+def _print_table(df: pd.DataFrame) -> None:
+    with pd.option_context("display.width", 160, "display.max_columns", 30, "display.float_format", "{:.4g}".format):
+        print(df.to_string())
+
+
+def _figures(res, out: Path, stem: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from . import plot
+    from .experiment import save_figure
+
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), layout="constrained")
+    plot.wakeups(res, ax=axes[0])
+    plot.residency(res, ax=axes[1])
+    for p in save_figure(fig, out, stem):
+        print(f"wrote {p}")
+
+
+def demo(args) -> int:
+    import timerlab as tl
+
+    base = tl.Config(cpus=args.cpus, nodes=args.nodes, duration_ns=int(args.seconds * 1e9),
+                     workload=tl.workloads.server())
+    print(f"timerlab demo: {base.topology!r}, server workload, {args.seconds:g} s x {args.seeds} seeds per row\n")
+    grid = {"placement": ["push", "pull"], "remote_wakeup": ["always", "lazy"]}
+    df = tl.sweep(base, grid, seeds=range(1, args.seeds + 1), backend="serial")
+    _print_table(df.groupby(list(grid), sort=False)[HEADLINE].mean())
+    if not args.no_plot:
+        for placement in ("push", "pull"):
+            _figures(tl.simulate(base.replace(placement=placement)), args.out, f"demo_{placement}")
+    return 0
+
+
+def run(args) -> int:
+    import timerlab as tl
+    from .config_file import load_config
+
+    cfg = load_config(args.config).config
+    res = tl.simulate(cfg)
+    print(repr(res))
+    _print_table(res.summary.to_frame("value"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in ("per_cpu", "timers", "residency", "idle_periods"):
+        table = getattr(res, name)
+        if table is not None:
+            table.to_parquet(args.out / f"{name}.parquet")
+    print(f"wrote per_cpu, timers, residency, idle_periods tables to {args.out}/")
+    if not args.no_plot:
+        _figures(res, args.out, "run")
+    return 0
+
+
+def sweep(args) -> int:
+    import timerlab as tl
+    from .config_file import load_config
+
+    f = load_config(args.config)
+    if "grid" not in f.sweep:
+        raise ValueError(f"{f.path}: no [sweep] grid = {{option = [values, ...]}}")
+    opts = dict(f.sweep)
+    grid = opts.pop("grid")
+    if args.backend:
+        opts["backend"] = args.backend
+    if args.scheduler:
+        opts["scheduler"] = args.scheduler
+    df = tl.sweep(f.config, grid, **opts)
+    out = args.out
+    df.to_csv(out, index=False) if out.suffix == ".csv" else df.to_parquet(out)
+    _print_table(df.groupby(list(grid), sort=False)[HEADLINE].mean())
+    print(f"wrote {len(df)} rows to {out}")
+    return 0
+
+
+def export(args) -> int:
+    import timerlab as tl
+    from .config_file import load_config
+
+    cfg = load_config(args.config).config.replace(record_events=True)
+    res = tl.simulate(cfg)
+    res.to_ftrace(args.out)
+    print(f"wrote {len(res.events):,} events of {res!r} to {args.out}")
+    return 0
+
+
+def replay(args) -> int:
+    import timerlab as tl
+
+    trace = tl.read_ftrace(args.trace)
+    base = trace.to_config()
+    grid = {k: v for k, v in (("placement", args.placement), ("deferrable", args.deferrable),
+                              ("governor", args.governor)) if v}
+    df = tl.sweep(base, grid or {"placement": [base.placement]}, backend="serial", progress=False)
+    print(f"timerlab replay: {args.trace} as {base.topology!r}, kernel {base.kernel}")
+    _print_table(df.set_index(list(grid or {"placement": 0}))[HEADLINE])
+    return 0
+
+
+def validate(args) -> int:
+    import timerlab as tl
+
+    print(tl.validate(tl.read_ftrace(args.trace)))
+    return 0
+
+
+def wheel(args) -> int:
+    from .cli_wheel import wheel as run_wheel
+
+    return run_wheel(args.trace, args.out, not args.no_plot, args.hz)
