@@ -8,12 +8,19 @@ from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_consta
 from .trace import Trace, TraceFormatError, read_ftrace
 from .topology import Topology
 from .hierarchy import Hierarchy, hierarchy
-from . import config_file, dist, idle_states, workloads
+from . import config_file, dist, idle_states, plot, workloads
 from .config import Config
 from .simulate import Result, simulate
 from .sweep import SweepError, sweep
 
 __version__ = "0.1.0"
+
+
+def example_trace():
+    """Path of the bundled real trace (Linux 6.18, 2 CPUs, HZ=250, fsync'ed writes between 30 ms sleeps)."""
+    from .cli_wheel import _bundled_trace
+
+    return _bundled_trace()
 
 __all__ = [
     "Config",
@@ -21,6 +28,8 @@ __all__ = [
     "Result",
     "SweepError",
     "dist",
+    "example_trace",
+    "plot",
     "idle_states",
     "simulate",
     "sweep",
