@@ -6,7 +6,8 @@ The server workload (tl.workloads.server: network and block timeouts from
 interrupts, schedule_timeout sleepers, deferrable housekeeping, a quarter of
 the CPUs busy) on machines of 8 to 1024 CPUs in 1, 2 or 4 nodes (contiguous
 layout), under push (kernel 6.8) and pull (latest), several seeds, run with
-tl.sweep (all local cores). Records the summary of every run. Saves
+tl.sweep (all local cores). Records the summary of every run, and the CPU time spent in timer code
+(overhead model) per CPU. Saves
 DIR/scaling.parquet; plot.py draws wakeups and power per CPU against CPUs.
 """
 from __future__ import annotations
@@ -29,17 +30,19 @@ def run(quick: bool) -> pd.DataFrame:
         frames.append(df.assign(placement=placement))
     df = pd.concat(frames, ignore_index=True)
     df["power_mw_per_cpu"] = df["avg_power_mw"] / df["cpus"]
+    df["timer_overhead_us_per_cpu_per_s"] = df["timer_overhead_ns"] / 1e3 / df["cpus"] / df["duration_s"]
     return df
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
-    return (df.groupby(["nodes", "cpus", "placement"])[["wakeups_per_cpu_per_s", "power_mw_per_cpu"]].mean()
-              .unstack("placement"))
+    cols = ["wakeups_per_cpu_per_s", "power_mw_per_cpu", "timer_overhead_us_per_cpu_per_s"]
+    return df.groupby(["nodes", "cpus", "placement"])[cols].mean().unstack("placement")
 
 
 def main(quick: bool) -> dict:
     df = run(quick)
-    with pd.option_context("display.width", 160, "display.max_rows", 100, "display.float_format", "{:.4g}".format):
+    with pd.option_context("display.width", 200, "display.max_rows", 100, "display.max_columns", 20,
+                           "display.float_format", "{:.4g}".format):
         print(table(df))
     return {"scaling": df}
 
