@@ -45,6 +45,50 @@ TimeoutSpec timeouts_of(const py::dict& d) {
   return t;
 }
 
+// A script as columns (timerlab.replay): equal-length arrays, one entry per item.
+ScriptSpec script_of(const py::dict& d) {
+  constexpr int forced = py::array::forcecast;
+  const auto t = get<py::array_t<std::int64_t, forced>>(d, "t_ns");
+  const auto cpu = get<py::array_t<std::uint32_t, forced>>(d, "cpu");
+  const auto op = get<py::array_t<std::uint8_t, forced>>(d, "op");
+  const auto key = get<py::array_t<std::uint32_t, forced>>(d, "key");
+  const auto expires = get<py::array_t<std::uint64_t, forced>>(d, "expires_jiffies");
+  const auto flags = get<py::array_t<std::uint32_t, forced>>(d, "flags");
+  const auto function = get<py::array_t<std::uint16_t, forced>>(d, "function");
+  const auto target = get<py::array_t<std::uint32_t, forced>>(d, "target_cpu");
+  const auto duration = get<py::array_t<std::int64_t, forced>>(d, "duration_ns");
+  const auto n = static_cast<std::size_t>(t.size());
+  for (const py::array* a : {static_cast<const py::array*>(&cpu), static_cast<const py::array*>(&op),
+                             static_cast<const py::array*>(&key), static_cast<const py::array*>(&expires),
+                             static_cast<const py::array*>(&flags), static_cast<const py::array*>(&function),
+                             static_cast<const py::array*>(&target), static_cast<const py::array*>(&duration)}) {
+    if (a->ndim() != 1 || static_cast<std::size_t>(a->size()) != n) {
+      throw std::invalid_argument("script: every column must be 1-D with one entry per item");
+    }
+  }
+  ScriptSpec s;
+  s.nr_keys = get<std::uint32_t>(d, "nr_keys");
+  s.initial_busy = get<std::vector<std::uint8_t>>(d, "initial_busy");
+  s.items.resize(n);
+  const auto tv = t.unchecked<1>();
+  const auto cv = cpu.unchecked<1>();
+  const auto ov = op.unchecked<1>();
+  const auto kv = key.unchecked<1>();
+  const auto ev = expires.unchecked<1>();
+  const auto fv = flags.unchecked<1>();
+  const auto fnv = function.unchecked<1>();
+  const auto tgv = target.unchecked<1>();
+  const auto dv = duration.unchecked<1>();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto k = static_cast<py::ssize_t>(i);
+    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::tick_delay)) {
+      throw std::invalid_argument("script item " + std::to_string(i) + ": unknown operation " + std::to_string(ov(k)));
+    }
+    s.items[i] = {tv(k), cv(k), static_cast<ScriptOp>(ov(k)), kv(k), ev(k), fv(k), fnv(k), tgv(k), dv(k)};
+  }
+  return s;
+}
+
 WorkloadSpec workload_of(const py::dict& d) {
   WorkloadSpec w;
   w.function_names = get<std::vector<std::string>>(d, "function_names");
@@ -88,6 +132,7 @@ WorkloadSpec workload_of(const py::dict& d) {
     l.function = get<std::uint16_t>(ld, "function");
     w.loops.push_back(std::move(l));
   }
+  if (d.contains("script") && !d["script"].is_none()) w.script = script_of(d["script"].cast<py::dict>());
   for (const auto& h : get<py::list>(d, "remote")) {
     const auto rd = h.cast<py::dict>();
     RemoteEnqueueSpec r;
@@ -164,7 +209,13 @@ SimConfig config_of(const py::dict& d) {
   c.latency_req_ns = get<std::int64_t>(d, "latency_req_ns");
   c.teo_tick_intercepts_fixed = get<bool>(d, "teo_tick_intercepts_fixed");
   c.overhead = overhead_of(get<py::dict>(d, "overhead"));
-  c.workload = workload_of(get<py::dict>(d, "workload"));
+  const auto wd = get<py::dict>(d, "workload");
+  c.workload = workload_of(wd);
+  // A replayed trace brings its own jiffies (timerlab.replay).
+  if (wd.contains("initial_jiffies") && !wd["initial_jiffies"].is_none()) {
+    c.initial_jiffies = wd["initial_jiffies"].cast<jiffies_t>();
+  }
+  if (wd.contains("jiffies_duty")) c.jiffies_duty = wd["jiffies_duty"].cast<bool>();
   return c;
 }
 

@@ -79,17 +79,18 @@ Engine::Engine(const SimConfig& cfg)
     : cfg_((cfg.validate(), cfg)),
       topo_(cfg.topology),
       tick_nsec_((1'000'000'000ull + cfg.hz / 2) / cfg.hz),
-      initial_jiffies_((jiffies_t{1} << 32) - jiffies_t{300} * cfg.hz),
+      initial_jiffies_(cfg.initial_jiffies.value_or((jiffies_t{1} << 32) - jiffies_t{300} * cfg.hz)),
       heap_(topo_.nr_cpus()),
       busy_(topo_.nr_cpus()) {
   const unsigned n = topo_.nr_cpus();
   now_ = cfg_.start_ns;
   end_ns_ = cfg_.start_ns + cfg_.duration_ns;
+  jiffies_now_ = jiffies_at(now_);
   cpu_timers_.reserve(n);
   HardGlobalEvents* hard = cfg_.deferrable == DeferrablePolicy::global_nowake ? this : nullptr;
   for (unsigned c = 0; c < n; ++c) cpu_timers_.emplace_back(pool_, cfg_.hz, jiffies_at(now_), c, hard);
   log_.set_context(now_, topo_.bringup_order()[0]);
-  tmigr_ = std::make_unique<Tmigr>(topo_, cfg_.tmigr_setup, cfg_.record_events ? &tracer_ : nullptr);
+  tmigr_ = std::make_unique<Tmigr>(topo_, cfg_.tmigr_setup, cfg_.record_events && cfg_.pull_model ? &tracer_ : nullptr);
   tmigr_->set_remote_expires_self(cfg_.remote_expires_self);
   cpus_.resize(n);
   res_.cpus.resize(n);
@@ -200,6 +201,7 @@ void Engine::step(unsigned cpu) {
   }
   const std::int64_t clock = cs.tick_stopped ? cs.wakeup : cs.next_tick;
   const WakeSource src = cs.ipi_at <= now_ ? WakeSource::ipi : clock <= now_ ? WakeSource::clock : WakeSource::device;
+  if (cs.act == Activity::idle && src == WakeSource::device && script_runs_in_idle(cpu)) return;
   if (cs.act == Activity::idle) {
     // The interrupt wakes the CPU; it is served once the state's exit
     // latency has passed.
@@ -216,7 +218,7 @@ void Engine::step(unsigned cpu) {
     if (cs.tick_stopped) {
       cs.wakeup = INT64_MAX;  // one-shot: the idle loop programs the next
     } else {
-      cs.next_tick = next_tick_after(now_);  // on the grid, even after an exit latency
+      cs.next_tick = next_tick_after(now_) + cs.tick_delay;  // on the grid, even after an exit latency
     }
     tick(cpu);
   } else if (cs.irq_end <= now_) {
@@ -254,6 +256,10 @@ void Engine::set_busy(unsigned cpu, bool busy) {
 
 void Engine::tick(unsigned cpu) {
   ++res_.cpus[cpu].ticks;
+  if (cfg_.jiffies_duty) {  // tick_sched_do_timer
+    if (do_timer_cpu_ < 0) do_timer_cpu_ = static_cast<int>(cpu);
+    if (do_timer_cpu_ == static_cast<int>(cpu)) update_jiffies();
+  }
   const jiffies_t j = jiffies();
   bool raise = cpu_timers_[cpu].any_base_due(j, cfg_.pull_model);
   if (!raise && cfg_.pull_model) raise = tmigr_->tmigr_requires_handle_remote(cpu, basem_of(j));

@@ -37,6 +37,7 @@ void Engine::idle_iteration(unsigned cpu) {
   bool stop_tick = true;
   SleepLength ctx(*this, cpu);
   const int idx = cs.governor->select(ctx, &stop_tick);
+  if (cs.script_tick) stop_tick = cs.script_tick == 2;  // a replay imposing the trace's decision
   if (stop_tick || cs.tick_stopped) tick_nohz_idle_stop_tick(cpu);
   enter_state(cpu, idx);
 }
@@ -95,6 +96,7 @@ void Engine::tick_nohz_stop_tick(unsigned cpu, jiffies_t basej, std::uint64_t ba
   if (!timer_idle) return;  // the base could not be marked idle: keep the tick
   if (!cs.tick_stopped) {
     cs.tick_stopped = true;
+    if (do_timer_cpu_ == static_cast<int>(cpu)) do_timer_cpu_ = -1;  // give up the jiffies duty
     ++res_.cpus[cpu].tick_stops;
     if (cfg_.record_events) log_.add(SimEvent::tick_stop, {1});
   }
@@ -183,6 +185,8 @@ void Engine::finish_exit(unsigned cpu) {
     res_.idle_periods.push_back({static_cast<std::int32_t>(cpu), cs.state, cs.idle_entry, residency, cs.predicted,
                                  WakeCause::timer, above, below});
   }
+  // tick_nohz_irq_enter: an interrupt on a CPU whose tick is stopped brings jiffies up to date.
+  if (cfg_.jiffies_duty && cs.tick_stopped) update_jiffies();
   cs.act = Activity::irq;
   cs.exit_done = INT64_MAX;
   cs.irq_end = now_ + cfg_.workload.irq_ns;
@@ -197,7 +201,7 @@ void Engine::resolve_cause(unsigned cpu) {
   if (!cs.cause_pending) return;
   cs.cause_pending = false;
   const CpuCounters& cc = res_.cpus[cpu];
-  const bool task = !cs.runq.empty() || cs.running >= 0;
+  const bool task = !cs.runq.empty() || cs.running >= 0 || cs.script_busy;
   WakeCause cause;
   switch (cs.wake_src) {
     case WakeSource::ipi:
@@ -239,7 +243,7 @@ void Engine::tick_nohz_idle_exit(unsigned cpu) {
     cs.tick_stopped = false;
     cs.wakeup = INT64_MAX;
     timer_clear_idle(cpu);
-    cs.next_tick = next_tick_after(now_);
+    cs.next_tick = next_tick_after(now_) + cs.tick_delay;
   } else if (!cfg_.pull_model) {
     // Before 6.9 the base may be marked idle with the tick kept.
     cpu_timers_[cpu].timer_clear_idle();

@@ -1,8 +1,10 @@
 // engine_impl.hpp — the Engine class, shared by the engine's sources
 // (engine.cpp: loop, timers, tick and softirq; engine_idle.cpp: NOHZ idle;
-// engine_workload.cpp: tasks and timer generators). See engine.hpp.
+// engine_workload.cpp: tasks and timer generators; engine_replay.cpp: the
+// script of a replayed trace). See engine.hpp.
 #pragma once
 
+#include <algorithm>
 #include <queue>
 #include <vector>
 
@@ -19,7 +21,7 @@ enum class Activity : std::uint8_t { run, irq, idle, exiting };
 enum class WakeSource : std::uint8_t { ipi, clock, device };
 
 // What a timer's callback does.
-enum class TimerKind : std::uint8_t { none, sleep, timeout, periodic, remote };
+enum class TimerKind : std::uint8_t { none, sleep, timeout, periodic, remote, script };
 
 // A workload item due on a CPU at a time.
 struct WorkItem {
@@ -32,11 +34,16 @@ struct WorkItem {
     return id > o.id;
   }
 };
-enum WorkKind : std::uint8_t { work_resched, work_burst_end, work_task_wake, work_stream, work_cancel, work_remote, work_loop };
+enum WorkKind : std::uint8_t {
+  work_resched, work_burst_end, work_task_wake, work_stream, work_cancel, work_remote, work_loop, work_script
+};
 
 struct CpuState {
   Activity act = Activity::run;
   bool always_busy = false;
+  bool script_busy = false;    // a replayed trace has a task running here
+  std::uint8_t script_tick = 0;  // a replayed trace's tick decision: 0 governor, 1 keep, 2 stop
+  std::int64_t tick_delay = 0;   // a replayed trace's lateness of this CPU's periodic tick
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool in_idle_loop = false;
@@ -114,7 +121,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
 
   // Context of __mod_timer (mod_timer.hpp) and of the hierarchy (TmigrHost).
   TimerPool& pool() { return pool_; }
-  jiffies_t jiffies() const { return jiffies_at(now_); }
+  jiffies_t jiffies() const { return cfg_.jiffies_duty ? jiffies_now_ : jiffies_at(now_); }
   TimerBase& timer_base(TimerId t) {
     const std::uint32_t f = pool_[t].flags;
     return cpu_timers_[f & TIMER_CPUMASK].base(timer_base_index(f, cfg_.pull_model, cfg_.deferrable));
@@ -155,6 +162,8 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   void send_ipi(unsigned to);
   void set_busy(unsigned cpu, bool busy);
   void touch(unsigned cpu) { heap_.update(cpu, next_time(cpu)); }
+  // tick_do_update_jiffies64: catch jiffies up with the clock (jiffies_duty).
+  void update_jiffies() { jiffies_now_ = std::max(jiffies_now_, jiffies_at(now_)); }
   void account(unsigned cpu);
   void check_invariants();
 
@@ -193,6 +202,12 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   jiffies_t timeout_jiffies(std::int64_t ns) const;
   void push_work(unsigned cpu, WorkItem item);
 
+  // engine_replay.cpp (the script of a replayed trace, workload.hpp)
+  void start_script();
+  void script_op(unsigned cpu, std::size_t item);
+  bool script_runs_in_idle(unsigned cpu);
+  void script_idle_update(unsigned cpu);
+
   SimConfig cfg_;
   Topology topo_;
   std::uint64_t tick_nsec_;
@@ -210,8 +225,11 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   std::vector<Rng> stream_rng_, periodic_rng_, remote_rng_;
   std::vector<TimerInfo> info_;
   std::vector<TimerId> free_timers_;
+  std::vector<TimerId> script_timers_;  // key -> timer
   SimResult res_;
   std::int64_t now_ = 0, end_ns_ = 0;
+  jiffies_t jiffies_now_ = 0;  // jiffies_duty: the kernel's jiffies
+  int do_timer_cpu_ = -1;      // jiffies_duty: tick_do_timer_cpu (-1: none)
   unsigned cur_ = 0;
   bool in_mod_timer_ = false;
   std::size_t pending_ = 0;

@@ -76,6 +76,7 @@ void WorkloadSpec::validate(unsigned nr_cpus) const {
   }
   check_cpus(busy_cpus, "busy");
   if (irq_ns < 0) bad("irq_ns must be >= 0");
+  script.validate(nr_cpus, function_names.size());
 }
 
 jiffies_t Engine::timeout_jiffies(std::int64_t ns) const {
@@ -90,6 +91,7 @@ void Engine::push_work(unsigned cpu, WorkItem item) {
 
 void Engine::start_workload() {
   const WorkloadSpec& w = cfg_.workload;
+  start_script();  // first: script timer `key` gets TimerId `key`
   for (unsigned c : w.busy_cpus) cpus_[c].always_busy = true;
   for (unsigned s = 0; s < w.tasks.size(); ++s) {
     const TaskSpec& spec = w.tasks[s];
@@ -159,6 +161,9 @@ void Engine::work(unsigned cpu, const WorkItem& item) {
     case work_loop:
       enqueue_dequeue_loop(cpu, static_cast<std::uint32_t>(item.id));
       break;
+    case work_script:
+      script_op(cpu, static_cast<std::size_t>(item.id));
+      break;
     default:
       break;
   }
@@ -200,7 +205,7 @@ void Engine::run_next_task(unsigned cpu) {
     const int task = cs.runq.front();
     cs.runq.erase(cs.runq.begin());
     task_starts_running(cpu, task);
-  } else if (cs.always_busy) {
+  } else if (cs.always_busy || cs.script_busy) {
     account(cpu);
     cs.act = Activity::run;
     set_busy(cpu, true);

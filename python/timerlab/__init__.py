@@ -12,6 +12,8 @@ from . import config_file, dist, idle_states, plot, workloads
 from .config import Config
 from .simulate import Result, simulate
 from .sweep import SweepError, sweep
+from . import replay
+from .replay import FidelityReport, validate
 
 __version__ = "0.1.0"
 
@@ -24,6 +26,7 @@ def example_trace():
 
 __all__ = [
     "Config",
+    "FidelityReport",
     "Hierarchy",
     "Result",
     "SweepError",
@@ -42,5 +45,7 @@ __all__ = [
     "calc_wheel_index",
     "parse_timer_flags",
     "read_ftrace",
+    "replay",
+    "validate",
     "wheel_constants",
 ]

@@ -77,6 +77,10 @@ def simulate(cfg: Config) -> Result:
     """Run one simulation of ``cfg``."""
     if not isinstance(cfg, Config):
         raise TypeError(f"simulate takes a timerlab.Config, got {type(cfg).__name__}")
+    for c in cfg.workload.components:
+        if c.kind == "script" and c.params["script"].hz != cfg.hz:
+            raise ValueError(f"hz={cfg.hz}: the replayed trace's script is in jiffies of HZ={c.params['script'].hz}; "
+                             f"replay it with hz={c.params['script'].hz} (or rebuild it: trace.to_workload(hz=...))")
     core = cfg.to_core()
     t0 = time.perf_counter()
     raw = _core.simulate(core)
@@ -84,7 +88,7 @@ def simulate(cfg: Config) -> Result:
     names = core["workload"]["function_names"]
     states = list(cfg.idle_states.states["name"])
     per_cpu = _per_cpu(cfg, raw["per_cpu"])
-    timers = _timers(cfg, raw["timers"], names)
+    timers = _timers(cfg, raw["timers"], names, core["workload"])
     residency = _residency(raw["residency"], states)
     idle = _idle_periods(raw["idle_periods"], states) if cfg.record_idle else None
     events = events_frame(raw["events"], names) if cfg.record_events else None
@@ -120,12 +124,13 @@ def _idle_periods(cols: dict, states: list) -> pd.DataFrame:
     })
 
 
-def _timers(cfg: Config, cols: dict, function_names) -> pd.DataFrame:
+def _timers(cfg: Config, cols: dict, function_names, core_workload: dict) -> pd.DataFrame:
     n = len(cols["timer"])
     outcome = pd.Categorical.from_codes(cols["outcome"].astype(np.int8), categories=OUTCOMES)
     expired = cols["outcome"] == 1
     end = cols["end_ns"]
-    j0, tick = np.uint64(initial_jiffies(cfg.hz)), tick_nsec(cfg.hz)
+    j0 = np.uint64(core_workload.get("initial_jiffies") or initial_jiffies(cfg.hz))  # a replay brings its own
+    tick = tick_nsec(cfg.hz)
     requested_ns = (cols["expires_jiffies"] - j0).astype(np.int64) * tick
     bucket_ns = (cols["bucket_expiry_jiffies"] - j0).astype(np.int64) * tick
     exit_ns = cols["exit_latency_ns"].astype(np.int64)

@@ -106,6 +106,18 @@ class Trace:
             cols.append("payload")
         return rows[cols]
 
+    def to_workload(self, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto"):
+        """This trace as a workload replaying its timer operations, tasks and
+        device interrupts (:func:`timerlab.replay.to_workload`)."""
+        from .replay import to_workload
+        return to_workload(self, hz=hz, tick=tick, jiffies=jiffies)
+
+    def to_config(self, **overrides):
+        """A Config replaying this trace on its own machine (CPUs, nodes, HZ,
+        kernel, start, length); options override (:func:`timerlab.replay.to_config`)."""
+        from .replay import to_config
+        return to_config(self, **overrides)
+
     @property
     def duration_ns(self) -> int:
         """Time from the first to the last event, in ns (0 without events)."""

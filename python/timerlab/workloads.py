@@ -144,6 +144,11 @@ class Workload:
                     raise ValueError(f"enqueue_dequeue: CPU {p['cpu']} does not exist (cpus={topology.cpus})")
                 out["loops"].append({"cpu": p["cpu"], "pairs": p["pairs"], "timeout_ns": p["timeout_ns"].core(),
                                      "function": fn(p["function"])})
+            elif c.kind == "script":
+                # A replayed trace (timerlab.replay.Script): its timed operations and its jiffies.
+                if "script" in out:
+                    raise ValueError("a workload holds at most one script (one replayed trace)")
+                out["script"], out["initial_jiffies"], out["jiffies_duty"] = p["script"].to_core(fn, topology)
         out["busy_cpus"] = sorted(set(out["busy_cpus"]))
         out["function_names"] = names or ["timer"]
         return out

@@ -9,9 +9,10 @@
 //
 // Theory of operation
 // -------------------
-// Time is CLOCK_MONOTONIC in int64 ns; jiffies = INITIAL_JIFFIES +
-// mono / TICK_NSEC, so values look like a real trace's. All CPUs' ticks fall
-// on the same TICK_NSEC grid (no tick skew), as the kernel's default.
+// Time is CLOCK_MONOTONIC in int64 ns; jiffies = INITIAL_JIFFIES (or a
+// replayed trace's value at 0) + mono / TICK_NSEC, so values look like a
+// real trace's. All CPUs' ticks fall on the same TICK_NSEC grid (no tick
+// skew), as the kernel's default.
 //
 // Each CPU is in one of three activities:
 //
@@ -48,12 +49,14 @@
 // Simplifications vs. the kernel
 //   * Softirq work, callbacks and the hierarchy walks take no simulated time;
 //     an interrupt from idle keeps the CPU awake irq_ns (after exit latency).
-//   * The jiffies-update duty and timekeeping_max_deferment are not
-//     modelled: jiffies is always current.
+//   * The jiffies-update duty is modelled only with jiffies_duty (replays
+//     of real traces, whose ticks run late); otherwise jiffies is always
+//     current. timekeeping_max_deferment is not modelled.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "timerlab/event_log.hpp"
@@ -89,7 +92,16 @@ struct SimConfig {
   DeferrablePolicy deferrable = DeferrablePolicy::legacy;  // timer_cpu.hpp; non-legacy needs pull_model
   TmigrSetup tmigr_setup = TmigrSetup::fixed;
   bool remote_expires_self = true;
-  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC at the start (jiffies = INITIAL_JIFFIES at 0)
+  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC at the start (jiffies = initial_jiffies at 0)
+  // jiffies at CLOCK_MONOTONIC 0: the kernel's INITIAL_JIFFIES unless set
+  // (a replayed trace sets its own, so that simulated and recorded jiffies agree).
+  std::optional<jiffies_t> initial_jiffies;
+  // Model the jiffies-update duty (kernel/time/tick-sched.c): jiffies advance
+  // only when the CPU holding tick_do_timer_cpu ticks (a ticking CPU takes
+  // the duty when nobody holds it; a CPU stopping its tick drops it) or when
+  // a CPU whose tick is stopped takes an interrupt. Off: jiffies are always
+  // current (the tick grid).
+  bool jiffies_duty = false;
   std::int64_t duration_ns = 1'000'000'000;
   std::uint64_t seed = 1;
   std::int64_t ipi_latency_ns = 1000;

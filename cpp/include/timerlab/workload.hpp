@@ -21,6 +21,8 @@
 //              (the lazy-wakeup patch's test), at rate_hz.
 //   loop       the seeds' micro benchmark: on one busy CPU, arm and delete
 //              one timer `pairs` times in a row, at the start of the run.
+//   script     a replay of a real trace (engine_replay.cpp): timed
+//              operations per CPU, in trace order — see ScriptSpec.
 //
 // A timeout is cancelled with probability cancel_p at cancel_after_ns after
 // it was armed (an I/O completing: an interrupt on the arming CPU), unless it
@@ -89,6 +91,60 @@ struct LoopSpec {
   std::uint16_t function = 0;
 };
 
+// A script: what a recorded machine did, as timed operations per CPU
+// (timerlab.replay builds it from a trace).
+//
+//   op            on `cpu` at t_ns
+//   arm           mod_timer of timer `key` to `expires` jiffies with `flags`
+//                 and callback `function`, from `cpu` (placement, wakeups and
+//                 the deferrable policy apply); `target_cpu` != cpu: the trace
+//                 put it on another CPU's base (add_timer_on)
+//   cancel        timer_delete of timer `key`
+//   busy_start    the CPU starts running a task (leaves the idle loop)
+//   idle_start    the CPU stops running tasks (enters the idle loop)
+//   external_irq  a device interrupt keeping the CPU awake duration_ns
+//   tick_delay    the CPU's next periodic tick fires duration_ns after its
+//                 grid time (the trace's tick ran that late; < 1 tick)
+//   tick_policy   from now on, the CPU's idle loop keeps the tick (flags=1),
+//                 stops it (2) or lets the governor decide (0): imposes the
+//                 trace's tick decisions, to study the rest in isolation
+//
+// Only busy_start and external_irq wake an idle CPU. Any other item
+// reaching a CPU the simulation has idle runs there without waking it: the
+// trace shows that CPU awake then, and the simulated wakeup that hosted the
+// operation came at a slightly different time (the idle path then
+// re-evaluates the CPU's next event, as after an interrupt). Expiry is
+// simulated, not replayed: a timer's callback does nothing, its re-arms
+// are the script's. An arm whose timer the simulation still has pending
+// (the trace had it expire or deleted without a trace of it) deletes it first, so
+// that every arm enqueues, as in the trace. Timer `key` has TimerId `key`
+// (pointer key + 1 in the event log): script timers are allocated first.
+enum class ScriptOp : std::uint8_t {
+  arm = 0, cancel = 1, busy_start = 2, idle_start = 3, external_irq = 4, tick_policy = 5, tick_delay = 6
+};
+
+struct ScriptItem {
+  std::int64_t t_ns = 0;
+  std::uint32_t cpu = 0;
+  ScriptOp op = ScriptOp::arm;
+  std::uint32_t key = 0;          // arm, cancel
+  std::uint64_t expires = 0;      // arm: jiffies
+  std::uint32_t flags = 0;        // arm: TIMER_PINNED | TIMER_DEFERRABLE | TIMER_IRQSAFE; tick_policy: 0/1/2
+  std::uint16_t function = 0;     // arm
+  std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace
+  std::int64_t duration_ns = 0;   // external_irq, tick_delay
+};
+
+struct ScriptSpec {
+  std::vector<ScriptItem> items;      // sorted by t_ns; ties run in this order
+  std::uint32_t nr_keys = 0;          // timer keys are 0 .. nr_keys-1
+  std::vector<std::uint8_t> initial_busy;  // per CPU: running a task at the start (empty: none)
+
+  bool empty() const { return items.empty() && nr_keys == 0 && initial_busy.empty(); }
+  // Throws std::invalid_argument naming the first bad item.
+  void validate(unsigned nr_cpus, std::size_t nr_functions) const;
+};
+
 struct WorkloadSpec {
   std::vector<TaskSpec> tasks;
   std::vector<TimeoutStreamSpec> streams;
@@ -96,6 +152,7 @@ struct WorkloadSpec {
   std::vector<RemoteEnqueueSpec> remote;
   std::vector<LoopSpec> loops;
   std::vector<unsigned> busy_cpus;
+  ScriptSpec script;
   std::vector<std::string> function_names;  // index = code
   std::int64_t irq_ns = 2000;
 

@@ -1,0 +1,184 @@
+// engine_replay.cpp — the runtime of a script: a real trace's timer
+// operations and busy/idle intervals, replayed at their recorded times on
+// their recorded CPUs (the model is ScriptSpec in workload.hpp).
+//
+// Theory of operation
+// -------------------
+// Every item becomes a work item of its CPU at its time; items of one CPU at
+// one instant run in script order (the work queue breaks ties by item
+// number). What the kernel decides is left to the simulation: where an armed
+// timer goes (__mod_timer with the arming CPU as the current one), whether
+// and whom it wakes, when and where it expires, when the tick stops, which
+// idle state is entered, who is the hierarchy's migrator. What the kernel
+// was asked to do is the script's: which timers were armed for when, which
+// were deleted, when tasks ran, when devices interrupted.
+//
+//   item            CPU idle in the simulation      CPU awake
+//   arm / cancel    runs without waking it, then    runs
+//                   the idle path re-reads the
+//                   next event (stopped tick)
+//   busy_start      wakes it (device), then runs    leaves the idle loop
+//                   the task                        (or keeps running)
+//   idle_start      —                               enters the idle loop
+//   external_irq    wakes it (device)               stays awake duration_ns
+//   tick_policy     applies from the next pass of the idle loop
+//
+// Simplifications vs. the kernel
+//   * Scripted operations take no time; a timer's callback does nothing
+//     (its effects — re-arms, wakeups of tasks — are scripted items).
+//   * A task's CPU is the trace's: no load balancing is simulated.
+#include <stdexcept>
+#include <string>
+
+#include "engine_impl.hpp"
+#include "timerlab/mod_timer.hpp"
+
+namespace timerlab {
+
+void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
+  auto bad = [](std::size_t i, const std::string& m) {
+    throw std::invalid_argument("script item " + std::to_string(i) + ": " + m);
+  };
+  if (nr_keys > (1u << 24)) throw std::invalid_argument("script: nr_keys must be at most 2^24");
+  if (!initial_busy.empty() && initial_busy.size() != nr_cpus) {
+    throw std::invalid_argument("script: initial_busy has " + std::to_string(initial_busy.size()) +
+                                " entries for " + std::to_string(nr_cpus) + " CPUs");
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const ScriptItem& it = items[i];
+    if (it.t_ns < 0) bad(i, "time " + std::to_string(it.t_ns) + " ns is negative");
+    if (i > 0 && it.t_ns < items[i - 1].t_ns) {
+      bad(i, "times are not sorted (" + std::to_string(it.t_ns) + " ns after " + std::to_string(items[i - 1].t_ns) +
+                 " ns)");
+    }
+    if (it.cpu >= nr_cpus) bad(i, "CPU " + std::to_string(it.cpu) + " does not exist (cpus=" + std::to_string(nr_cpus) + ")");
+    switch (it.op) {
+      case ScriptOp::arm:
+        if (it.target_cpu >= nr_cpus) bad(i, "target CPU " + std::to_string(it.target_cpu) + " does not exist");
+        if (it.flags & ~TIMER_INIT_FLAGS) bad(i, "flags may hold only pinned, deferrable and irqsafe");
+        if (it.function >= nr_functions) bad(i, "unknown function code " + std::to_string(it.function));
+        [[fallthrough]];
+      case ScriptOp::cancel:
+        if (it.key >= nr_keys) bad(i, "timer key " + std::to_string(it.key) + " >= nr_keys " + std::to_string(nr_keys));
+        break;
+      case ScriptOp::external_irq:
+        if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "duration_ns must be in [0, 1000 s]");
+        break;
+      case ScriptOp::tick_delay:
+        if (it.duration_ns < 0) bad(i, "tick_delay must be >= 0");
+        break;
+      case ScriptOp::tick_policy:
+        if (it.flags > 2) bad(i, "tick_policy must be 0 (governor), 1 (keep) or 2 (stop)");
+        break;
+      case ScriptOp::busy_start:
+      case ScriptOp::idle_start:
+        break;
+      default:
+        bad(i, "unknown operation " + std::to_string(static_cast<int>(it.op)));
+    }
+  }
+}
+
+void Engine::start_script() {
+  const ScriptSpec& s = cfg_.workload.script;
+  if (s.empty()) return;
+  // Each key's timer, with the flags and CPU of its first arm; allocated
+  // before any other timer so that key k is TimerId k.
+  script_timers_.assign(s.nr_keys, kNoTimer);
+  std::vector<const ScriptItem*> first(s.nr_keys, nullptr);
+  for (const ScriptItem& it : s.items) {
+    if (it.op == ScriptOp::arm && !first[it.key]) first[it.key] = &it;
+  }
+  for (std::uint32_t k = 0; k < s.nr_keys; ++k) {
+    const ScriptItem* f = first[k];
+    const TimerId t = new_timer(TimerKind::script, f ? f->function : 0, f ? f->flags : 0, k, f ? f->target_cpu : 0);
+    if (t != k) throw std::logic_error("script timers must be allocated first");
+    script_timers_[k] = t;
+  }
+  for (unsigned c = 0; c < s.initial_busy.size(); ++c) cpus_[c].script_busy = s.initial_busy[c] != 0;
+  for (std::size_t i = 0; i < s.items.size(); ++i) {
+    const ScriptItem& it = s.items[i];
+    // Items before the start run at the start, in order.
+    cpus_[it.cpu].work.push({std::max(it.t_ns, now_), work_script, i});
+  }
+}
+
+bool Engine::script_runs_in_idle(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  if (cs.work.empty() || cs.work.top().t > now_ || cs.work.top().kind != work_script) return false;
+  const ScriptOp op = cfg_.workload.script.items[cs.work.top().id].op;
+  if (op == ScriptOp::busy_start || op == ScriptOp::external_irq) return false;
+  const WorkItem item = cs.work.top();
+  cs.work.pop();
+  // The trace shows the CPU in an interrupt here: tick_nohz_irq_enter.
+  if (cfg_.jiffies_duty && cs.tick_stopped && op != ScriptOp::tick_delay) update_jiffies();
+  script_op(cpu, static_cast<std::size_t>(item.id));
+  return true;
+}
+
+void Engine::script_idle_update(unsigned cpu) {
+  // After an interrupt the idle loop recomputes the next event; with the
+  // tick kept, the tick itself will see the new timer.
+  CpuState& cs = cpus_[cpu];
+  if (cs.act != Activity::idle || !cs.tick_stopped) return;
+  const jiffies_t basej = jiffies();
+  const std::uint64_t basem = basem_of(basej);
+  tick_nohz_next_event(cpu, basej, basem);
+  tick_nohz_stop_tick(cpu, basej, basem);
+}
+
+void Engine::script_op(unsigned cpu, std::size_t i) {
+  const ScriptItem& it = cfg_.workload.script.items[i];
+  CpuState& cs = cpus_[cpu];
+  set_context(cpu);
+  switch (it.op) {
+    case ScriptOp::arm: {
+      const TimerId t = script_timers_[it.key];
+      info_[t].function = it.function;
+      if (pool_[t].pending()) del_timer(cpu, t);  // the trace had it not pending: enqueue as it did
+      pool_[t].flags = (pool_[t].flags & ~TIMER_INIT_FLAGS) | it.flags;
+      if (it.target_cpu != cpu) {
+        res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.enqueue_ns;
+        add_timer_on(*this, t, it.expires, it.target_cpu);
+        if (info_[t].row >= 0) res_.timers[static_cast<std::size_t>(info_[t].row)].expires_jiffies = pool_[t].expires;
+      } else {
+        arm(cpu, t, it.expires, MOD_TIMER_NOTPENDING);
+      }
+      script_idle_update(cpu);  // a remote target is woken by the enqueue's IPI, if at all
+      break;
+    }
+    case ScriptOp::cancel: {
+      const TimerId t = script_timers_[it.key];
+      if (pool_[t].pending()) {
+        del_timer(cpu, t);
+        script_idle_update(cpu);  // the remote base's CPU is not told, as in the kernel
+      }
+      break;
+    }
+    case ScriptOp::busy_start:
+      cs.script_busy = true;
+      if (cs.act == Activity::irq) {
+        cs.need_resched = true;  // leave the idle loop now
+        cs.irq_end = now_;
+      }  // running already: nothing changes
+      break;
+    case ScriptOp::idle_start:
+      cs.script_busy = false;
+      if (cs.act == Activity::run && cs.running < 0 && !cs.always_busy) run_next_task(cpu);
+      break;
+    case ScriptOp::tick_delay:
+      // Late by less than a tick: the pending periodic tick is the next grid point's.
+      cs.tick_delay = std::min<std::int64_t>(it.duration_ns, static_cast<std::int64_t>(tick_nsec_) - 1);
+      if (!cs.tick_stopped) cs.next_tick = next_tick_after(now_) + cs.tick_delay;
+      break;
+    case ScriptOp::tick_policy:
+      cs.script_tick = static_cast<std::uint8_t>(it.flags);
+      break;
+    case ScriptOp::external_irq:
+      interrupt(cpu);
+      if (cs.act == Activity::irq) cs.irq_end = std::max(cs.irq_end, now_ + it.duration_ns);
+      break;
+  }
+}
+
+}  // namespace timerlab

@@ -1,0 +1,165 @@
+// Tests of the script workload (a replayed trace, engine_replay.cpp):
+// hand-computed small scripts and the validation of bad input.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "timerlab/engine.hpp"
+
+using namespace timerlab;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+constexpr jiffies_t kJ0 = 5'000'000;  // a replay's own jiffies at monotonic 0
+
+SimConfig replay_config(unsigned cpus) {
+  SimConfig c;
+  c.topology.nr_cpus = cpus;
+  c.topology.nr_nodes = 1;
+  c.hz = 250;
+  c.pull_model = true;
+  c.start_ns = 1000 * kMs;
+  c.duration_ns = 200 * kMs;
+  c.initial_jiffies = kJ0;
+  c.record_events = true;
+  c.workload.function_names = {"process_timeout", "delayed_work_timer_fn"};
+  c.workload.script.nr_keys = 2;
+  c.workload.script.initial_busy.assign(cpus, 0);
+  return c;
+}
+
+ScriptItem arm(std::int64_t t, unsigned cpu, std::uint32_t key, jiffies_t expires, std::uint32_t flags = 0) {
+  ScriptItem it;
+  it.t_ns = t;
+  it.cpu = cpu;
+  it.op = ScriptOp::arm;
+  it.key = key;
+  it.expires = expires;
+  it.flags = flags;
+  it.target_cpu = cpu;
+  return it;
+}
+
+ScriptItem op(std::int64_t t, unsigned cpu, ScriptOp o, std::uint32_t key = 0) {
+  ScriptItem it;
+  it.t_ns = t;
+  it.cpu = cpu;
+  it.op = o;
+  it.key = key;
+  it.duration_ns = 10'000;
+  return it;
+}
+
+}  // namespace
+
+TEST(Replay, ArmedTimerExpiresAtItsBucketWithTheScriptsJiffies) {
+  SimConfig c = replay_config(2);
+  // At 1001 ms, jiffies = kJ0 + 250; expires 25 jiffies later: level 0, whose
+  // bucket is the next jiffy after expires (the wheel never fires early).
+  const jiffies_t expires = kJ0 + 250 + 25;
+  c.workload.script.items = {op(1000 * kMs, 0, ScriptOp::busy_start), arm(1001 * kMs, 0, 0, expires, TIMER_PINNED),
+                             op(1002 * kMs, 0, ScriptOp::idle_start)};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.timers.size(), 1u);
+  EXPECT_EQ(r.timers[0].timer, 0u);  // key 0 is TimerId 0
+  EXPECT_EQ(r.timers[0].cpu_armed, 0);
+  EXPECT_EQ(r.timers[0].expires_jiffies, expires);
+  EXPECT_EQ(r.timers[0].outcome, TimerOutcome::expired);
+  EXPECT_EQ(r.timers[0].bucket_expiry_jiffies, expires + 1);
+  EXPECT_EQ(r.timers[0].end_ns, static_cast<std::int64_t>(expires + 1 - kJ0) * 4 * kMs);
+  bool traced = false;
+  for (const EventRow& e : r.events) {
+    if (e.event == SimEvent::timer_start) {
+      traced = true;
+      EXPECT_EQ(e.v[3], 25u);  // timeout_jiffies: the simulation's jiffies are the script's
+    }
+  }
+  EXPECT_TRUE(traced);
+}
+
+TEST(Replay, CancelledTimerDoesNotExpireAndArmsOnIdleCpusDoNotWakeThem) {
+  SimConfig c = replay_config(2);
+  c.workload.script.items = {arm(1010 * kMs, 1, 1, kJ0 + 300, TIMER_PINNED), op(1100 * kMs, 1, ScriptOp::cancel, 1)};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.timers.size(), 1u);
+  EXPECT_EQ(r.timers[0].outcome, TimerOutcome::cancelled);
+  EXPECT_EQ(r.cpus[1].timers_cancelled, 1u);
+  EXPECT_EQ(r.cpus[1].wakeups, 0u);  // idle all along: the arm and the cancel ran in place
+}
+
+TEST(Replay, ExternalInterruptWakesAnIdleCpuAndBusyIntervalsCount) {
+  SimConfig c = replay_config(2);
+  c.workload.script.items = {op(1050 * kMs, 1, ScriptOp::external_irq), op(1100 * kMs, 0, ScriptOp::busy_start),
+                             op(1150 * kMs, 0, ScriptOp::idle_start)};
+  const SimResult r = simulate(c);
+  EXPECT_EQ(r.cpus[1].wakeups_by[static_cast<int>(WakeCause::irq)], 1u);
+  EXPECT_EQ(r.cpus[0].wakeups_by[static_cast<int>(WakeCause::task)], 1u);
+  EXPECT_NEAR(static_cast<double>(r.cpus[0].busy_ns), 50.0 * kMs, 0.1 * kMs);
+}
+
+TEST(Replay, TickPolicyOverridesTheGovernor) {
+  SimConfig c = replay_config(2);
+  // A timer 100 ms away: the governor stops the tick; a "keep" policy does not.
+  c.workload.script.initial_busy = {1, 0};
+  c.workload.script.items = {op(1000 * kMs, 0, ScriptOp::busy_start), arm(1001 * kMs, 0, 0, kJ0 + 275, TIMER_PINNED),
+                             op(1002 * kMs, 0, ScriptOp::idle_start)};
+  EXPECT_GE(simulate(c).cpus[0].tick_stops, 1u);
+  ScriptItem keep = op(1000 * kMs, 0, ScriptOp::tick_policy);
+  keep.flags = 1;
+  c.workload.script.items.insert(c.workload.script.items.begin(), keep);
+  const SimResult r = simulate(c);
+  EXPECT_EQ(r.cpus[0].tick_stops, 0u);
+  EXPECT_GE(r.cpus[0].ticks, 20u);
+}
+
+TEST(Replay, JiffiesDutyMakesOtherCpusSeeStaleJiffies) {
+  // Both CPUs run tasks; CPU 0 takes the jiffies duty at the first tick, then
+  // its ticks run 2 ms late while CPU 1's are on time: CPU 1's tick sees the
+  // previous jiffy, so its timer waits for its next tick.
+  SimConfig c = replay_config(2);
+  c.workload.script.initial_busy = {1, 1};
+  ScriptItem late = op(1005 * kMs, 0, ScriptOp::tick_delay);  // after the first tick (1004 ms)
+  late.duration_ns = 2 * kMs;
+  const jiffies_t expires = kJ0 + 250 + 25;  // bucket kJ0 + 276, at 1104 ms
+  c.workload.script.items = {arm(1002 * kMs, 1, 0, expires, TIMER_PINNED), late};
+  const SimResult grid = simulate(c);
+  ASSERT_EQ(grid.timers.size(), 1u);
+  EXPECT_EQ(grid.timers[0].end_ns, 1104 * kMs);
+  c.jiffies_duty = true;
+  const SimResult duty = simulate(c);
+  EXPECT_EQ(duty.timers[0].cpu_expired, 1);
+  EXPECT_EQ(duty.timers[0].end_ns, 1108 * kMs);
+}
+
+TEST(Replay, BadScriptsAreRejectedWithAMessage) {
+  auto expect_bad = [](SimConfig c, const char* what) {
+    try {
+      simulate(c);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  SimConfig c = replay_config(2);
+  c.workload.script.items = {arm(1010 * kMs, 0, 0, kJ0 + 300), arm(1005 * kMs, 0, 1, kJ0 + 300)};
+  expect_bad(c, "not sorted");
+  c.workload.script.items = {arm(1010 * kMs, 2, 0, kJ0 + 300)};
+  expect_bad(c, "CPU 2 does not exist");
+  c.workload.script.items = {arm(1010 * kMs, 0, 7, kJ0 + 300)};
+  expect_bad(c, "timer key 7");
+  c.workload.script.items = {arm(1010 * kMs, 0, 0, kJ0 + 300, 0x1)};
+  expect_bad(c, "flags");
+  c.workload.script.items = {op(1010 * kMs, 0, static_cast<ScriptOp>(9))};
+  expect_bad(c, "unknown operation");
+  c.workload.script.items = {op(1010 * kMs, 0, ScriptOp::tick_policy)};
+  c.workload.script.items[0].flags = 3;
+  expect_bad(c, "tick_policy");
+  c.workload.script.items = {op(1010 * kMs, 0, ScriptOp::tick_delay)};
+  c.workload.script.items[0].duration_ns = -1;
+  expect_bad(c, "tick_delay");
+  c.workload.script.items = {};
+  c.workload.script.initial_busy = {1};
+  expect_bad(c, "initial_busy");
+}
+

@@ -1,0 +1,752 @@
+"""Replaying a real trace in the simulator, and validating the simulator against it.
+
+``to_workload(trace)`` turns a trace into a workload (kind ``"script"``, the
+core's ScriptSpec in cpp/include/timerlab/workload.hpp) and ``to_config(trace)``
+into a whole :class:`~timerlab.Config` with the trace's CPUs, NUMA nodes, HZ,
+kernel release, start and length::
+
+    tr = tl.read_ftrace("trace.txt.xz")
+    res = tl.simulate(tr.to_config(placement="pull", deferrable="global"))
+
+What is replayed (the script) and what is simulated:
+
+* **timer operations** — every ``timer_start`` (timer pointer, arming CPU =
+  the event's CPU, flags, absolute expiry in jiffies, callback name) and every
+  ``timer_cancel`` that is a delete (not the detach the kernel logs just
+  before running an expired timer), at their recorded times. Placement,
+  wakeups, expiry and the hierarchy are the simulation's.
+* **tasks** — when each CPU runs a task and when its idle task runs, from
+  ``sched_switch`` to and from ``swapper/N`` (pid 0); where the switch away
+  from the idle task is missing (CPU 1 of the 2-CPU VM), the first event
+  another task logs there. The idle loop itself (idle entries, governor,
+  tick stop) is the simulation's — unless ``tick="trace"``, which imposes
+  the kernel's tick decision at each idle entry, to study the timer and
+  hierarchy models given the same idle/tick states.
+* **device interrupts** — an idle period whose first event is not the tick
+  (``hrtimer_expire_entry`` of ``tick_nohz_handler``/``tick_sched_timer``) nor
+  a task wakeup that then runs a task — e.g. an hrtimer sleep
+  (``hrtimer_wakeup``), a function-call IPI (``softirq SCHED``: nohz idle
+  balancing), or nothing visible — ends with an external interrupt at the
+  time of that first event, keeping the CPU awake until it idles again or
+  runs a task. Only CPUs that log ``cpu_idle`` show these.
+
+Where the trace cannot show something — a CPU that logs no ``cpu_idle``
+(its device interrupts, idle entries and tick stops), timers armed before the
+trace began — the script and the report say so (``Script.notes``,
+``FidelityReport.notes``).
+
+Clocks: trace timestamps are the trace clock, not CLOCK_MONOTONIC. The
+offset between them is read off ``hrtimer_expire_entry`` (its ``now=`` is
+monotonic); the simulation runs in monotonic time, ``start_ns`` being the
+monotonic time of the trace's first replayed event, and its jiffies equal the
+trace's: jiffies = monotonic // TICK_NSEC + a constant read off the trace as
+:func:`timerlab.fidelity.wheel_replay` does (``SimConfig.initial_jiffies``).
+The kernel's jiffies lag that grid when its ticks run late (under qemu, at a
+fifth of the timer starts, by 1-4 jiffies): only the CPU holding the
+jiffies-update duty advances them at its tick. ``jiffies="kernel"`` models
+that (``SimConfig.jiffies_duty``, with each CPU's tick as late as in the
+trace: ``tick_delay`` items), ``"grid"`` keeps jiffies on the grid, and
+``"auto"`` (default) picks the one that reproduces more of the jiffies values
+the kernel recorded (98.7 % vs 78.7 % on the 16-CPU qemu trace: "kernel";
+the 2-CPU VM: "grid").
+
+``validate(trace)`` replays the trace under the kernel's own policy and
+compares the simulation with what the kernel recorded: a
+:class:`FidelityReport`.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .config import Config
+from .fidelity import _column, _expiry_detaches, _tick_jiffies_offset, base_of_flags, wheel_replay
+from .wheel import parse_timer_flags
+from .workloads import Component, CpuSelection, Workload
+
+__all__ = ["Script", "to_workload", "to_config", "validate", "FidelityReport", "FidelityItem", "REQUIRED_EVENTS"]
+
+OP_ARM, OP_CANCEL, OP_BUSY, OP_IDLE, OP_IRQ, OP_TICK, OP_DELAY = 0, 1, 2, 3, 4, 5, 6
+_OP_NAMES = ["arm", "cancel", "busy_start", "idle_start", "external_irq", "tick_policy", "tick_delay"]
+JIFFIES_MODES = ("auto", "kernel", "grid")
+TICK_MODES = ("simulated", "trace")
+_CPU_IDLE_EXIT = 4294967295
+_TICK_FUNCTIONS = ("tick_nohz_handler", "tick_sched_timer", "tick_nohz_highres_handler")
+# Events of the boot-time hierarchy set-up, logged long before the recording.
+_SETUP_EVENTS = ("tmigr_group_set", "tmigr_connect_cpu_parent", "tmigr_connect_child_parent", "tmigr_cpu_online")
+_TIMER_FLAG_BITS = parse_timer_flags("D|P|I")
+
+# What to_workload needs, and what validate needs on top.
+REQUIRED_EVENTS = ("timer_start", "timer_cancel", "timer_expire_entry", "sched_switch", "hrtimer_expire_entry")
+VALIDATE_EVENTS = REQUIRED_EVENTS + ("cpu_idle", "tick_stop")
+
+
+class _Columns(dict):
+    """The script as the core takes it: a dict of NumPy columns that compares by value."""
+
+    def __eq__(self, other):
+        if not isinstance(other, dict) or self.keys() != other.keys():
+            return False
+        return all(np.array_equal(np.asarray(v), np.asarray(other[k])) for k, v in self.items())
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+
+@dataclass(frozen=True, eq=False)
+class Script:
+    """A trace's timed operations (one row per item of ``items``, sorted by time)
+    and what aligns them with the simulation."""
+
+    # t_ns (monotonic), line, cpu, op, key, expires_jiffies, flags, function, target_cpu, duration_ns
+    items: pd.DataFrame
+    function_names: tuple
+    pointers: np.ndarray         # key -> the trace's timer pointer
+    initial_busy: tuple          # per CPU: running a task at the start
+    nr_cpus: int
+    hz: int
+    initial_jiffies: int         # jiffies at monotonic 0
+    clock_offset_ns: int         # trace timestamp - CLOCK_MONOTONIC
+    start_ns: int                # monotonic
+    end_ns: int
+    source: str = ""
+    notes: tuple = field(default=())
+    jiffies_duty: bool = False
+
+    def __eq__(self, other):
+        return (isinstance(other, Script) and self.source == other.source and self.start_ns == other.start_ns
+                and self.items.equals(other.items))
+
+    def __hash__(self):
+        return hash((self.source, self.start_ns, len(self.items)))
+
+    def __repr__(self) -> str:
+        counts = self.items["op"].value_counts()
+        parts = ", ".join(f"{counts.get(i, 0)} {name}" for i, name in enumerate(_OP_NAMES))
+        return (f"Script({os.path.basename(self.source)!r}: {self.nr_cpus} CPUs, {len(self.pointers)} timers, "
+                f"{parts})")
+
+    def to_core(self, fn, topology) -> tuple:
+        """(columns, initial_jiffies) for the core; ``fn`` maps a callback name to its code."""
+        if self.nr_cpus > topology.cpus:
+            raise ValueError(f"script: the trace has {self.nr_cpus} CPUs, the config {topology.cpus}")
+        codes = np.array([fn(n) for n in self.function_names] or [0], dtype=np.uint16)
+        it = self.items
+        busy = list(self.initial_busy) + [0] * (topology.cpus - self.nr_cpus)
+        cols = _Columns(
+            t_ns=it["t_ns"].to_numpy(np.int64), cpu=it["cpu"].to_numpy(np.uint32), op=it["op"].to_numpy(np.uint8),
+            key=it["key"].to_numpy(np.uint32), expires_jiffies=it["expires_jiffies"].to_numpy(np.uint64),
+            flags=it["flags"].to_numpy(np.uint32), function=codes[it["function"].to_numpy(np.int64)],
+            target_cpu=it["target_cpu"].to_numpy(np.uint32), duration_ns=it["duration_ns"].to_numpy(np.int64),
+            nr_keys=len(self.pointers), initial_busy=busy)
+        return cols, self.initial_jiffies, self.jiffies_duty
+
+
+# ---------------------------------------------------------------------------
+# Trace -> script
+
+
+def _require(trace, events, what):
+    have = set(trace.event_counts().index) if len(trace.events) else set()
+    missing = [e for e in events if e not in have]
+    if missing:
+        raise ValueError(f"{what}: {trace.path} lacks the event(s) {missing}; record them "
+                         f"(needed: {list(events)})")
+
+
+def _clock_offset(ev) -> int:
+    """Trace clock - CLOCK_MONOTONIC: the smallest gap between an hrtimer
+    expiry's timestamp and its monotonic now= (the entry is logged after now
+    was read; timestamps may be truncated to µs, hence the -1 µs slack)."""
+    h = ev[ev["event"] == "hrtimer_expire_entry"]
+    d = h["ts_ns"].to_numpy(np.int64) - h["now_ns"].to_numpy(dtype=np.int64, na_value=0)
+    d = d[h["now_ns"].notna().to_numpy()]
+    if not len(d):
+        return 0
+    resolution = 1000 if (h["ts_ns"].to_numpy() % 1000 == 0).all() else 1
+    return int(d.min()) - (resolution - 1)
+
+
+def _infer_hz(ev, clock_offset) -> int | None:
+    """HZ from how fast jiffies (timer_start's expires - timeout) advance in
+    monotonic time."""
+    s = ev[ev["event"] == "timer_start"]
+    if len(s) < 2:
+        return None
+    j = (s["expires_jiffies"].to_numpy(np.uint64) - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
+    t = s["ts_ns"].to_numpy(np.int64)
+    dj = float(np.int64(j[-1] - j[0]))
+    if dj < 10:
+        return None
+    per_s = dj / ((t[-1] - t[0]) / 1e9)
+    return min((100, 250, 300, 1000), key=lambda hz: abs(hz - per_s))
+
+
+def _node_of_cpu(ev, nr_cpus):
+    """CPU -> NUMA node from the hierarchy's set-up events, if the trace has them."""
+    c = ev[ev["event"] == "tmigr_connect_cpu_parent"]
+    if not len(c) or "numa" not in c:
+        return None
+    m = dict(zip(c["cpu_id"].to_numpy(dtype=np.int64, na_value=-1).tolist(),
+                 c["numa"].to_numpy(dtype=np.int64, na_value=-1).tolist()))
+    if sorted(m) != list(range(nr_cpus)) or min(m.values()) < 0:
+        return None
+    nodes = sorted(set(m.values()))
+    return [nodes.index(m[cpu]) for cpu in range(nr_cpus)]
+
+
+def _kernel_of(path) -> str:
+    m = re.search(r"(?<![\d.])(\d+\.\d+)(?:\.\d+)?(?![\d.])", os.path.basename(str(path)))
+    return m.group(1) if m else "latest"
+
+
+def _device_interrupts(ev, cpus_with_idle):
+    """External interrupts: (t_ts, cpu, duration_ns, line) for idle periods
+    ended by something the simulation does not model (see the module doc)."""
+    out = []
+    sub = ev[ev["cpu"].isin(cpus_with_idle)]
+    event = _column(sub, "event")
+    cpu = _column(sub, "cpu")
+    ts = _column(sub, "ts_ns")
+    line = _column(sub, "line")
+    state = _column(sub, "state")
+    function = _column(sub, "function", "")
+    prev_pid = _column(sub, "prev_pid")
+    next_pid = _column(sub, "next_pid")
+    # Per CPU: "idle" (entered, nothing seen yet), "woken" (first event seen;
+    # a pending external candidate waits to see whether a task runs next).
+    phase, pending = {}, {}
+
+    def settle(c, t_end, task_runs):
+        p = pending.pop(c, None)
+        if p is None:
+            return
+        kind, t0, ln = p
+        if kind == "task" and task_runs:
+            return
+        out.append((t0, c, max(0, t_end - t0), ln))
+
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "cpu_idle":
+            if state[i] != _CPU_IDLE_EXIT:
+                settle(c, ts[i], False)
+                phase[c] = "idle"
+            elif phase.get(c) == "idle":  # exit with no event during the sleep
+                pending[c] = ("irq", ts[i], line[i])
+                phase[c] = "woken"
+            continue
+        if e == "sched_switch" and prev_pid[i] == 0 and next_pid[i] != 0:
+            settle(c, ts[i], True)
+            phase[c] = None
+            continue
+        if phase.get(c) != "idle":
+            continue
+        phase[c] = "woken"
+        if e == "hrtimer_expire_entry" and str(function[i]) in _TICK_FUNCTIONS:
+            continue  # the tick: simulated
+        pending[c] = ("task" if e == "sched_wakeup" else "irq", ts[i], line[i])
+    for c in list(pending):
+        settle(c, int(ts[-1]) if ts else 0, False)
+    return out
+
+
+def _task_intervals(ev, nr_cpus, idle_cpus):
+    """busy_start / idle_start rows from sched_switch to and from pid 0, the
+    CPUs' initial states, and the CPUs whose switches away from the idle task
+    are missing (CPU 1 of the 2-CPU VM): there, the first event logged by
+    another task while the CPU is thought idle starts the busy period."""
+    rows, state, first, missing = [], {}, {}, set()
+    event, cpu, ts, line = _column(ev, "event"), _column(ev, "cpu"), _column(ev, "ts_ns"), _column(ev, "line")
+    pid, prev_pid, next_pid = _column(ev, "pid"), _column(ev, "prev_pid"), _column(ev, "next_pid")
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if c not in first:
+            first[c] = pid[i]
+        if e == "sched_switch" and prev_pid[i] is not None and next_pid[i] is not None:
+            if prev_pid[i] == 0 and next_pid[i] != 0:
+                if state.get(c) != "busy":
+                    rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+                state[c] = "busy"
+            elif next_pid[i] == 0 and prev_pid[i] != 0:
+                if state.get(c) != "idle":
+                    rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                state[c] = "idle"
+        elif state.get(c) == "idle" and pid[i] not in (None, 0):
+            rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+            state[c] = "busy"
+            missing.add(c)
+    initial = []
+    for c in range(nr_cpus):
+        p = first.get(c)
+        initial.append(int(c not in idle_cpus) if p is None else int(p != 0))
+    return rows, initial, sorted(missing)
+
+
+def _jiffies_fit(ev, offset, j0, tick_ns):
+    """How often each jiffies model gives the value the kernel recorded (at
+    timer_start: expires - timeout; at timer_expire_entry: now): ``grid``
+    (jiffies = monotonic // TICK_NSEC + j0) and ``kernel`` (the update duty:
+    jiffies catch up when the duty CPU's tick runs — the first ticking CPU
+    takes the duty when nobody holds it, a CPU stopping its tick drops it —
+    and when a CPU whose tick is stopped leaves idle)."""
+    sel = ev[ev["event"].isin(("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start", "timer_expire_entry",
+                               "sched_switch"))]
+    event, cpu, ts = _column(sel, "event"), _column(sel, "cpu"), _column(sel, "ts_ns")
+    function, now_ns, state = _column(sel, "function", ""), _column(sel, "now_ns"), _column(sel, "state")
+    expires, timeout = _column(sel, "expires_jiffies"), _column(sel, "timeout_jiffies")
+    now_j = _column(sel, "now_jiffies")
+    prev_pid = _column(sel, "prev_pid")
+    holder, jif, stopped = None, None, set()
+    ok_grid = ok_kernel = total = 0
+    for i, e in enumerate(event):
+        c = cpu[i]
+        grid = (ts[i] - offset) // tick_ns + j0
+        jif = grid if jif is None else jif
+        if e == "hrtimer_expire_entry":
+            if str(function[i]) in _TICK_FUNCTIONS and now_ns[i] is not None:
+                holder = c if holder is None else holder
+                if holder == c:
+                    jif = max(jif, now_ns[i] // tick_ns + j0)
+        elif e == "tick_stop":
+            stopped.add(c)
+            holder = None if holder == c else holder
+        elif e == "sched_switch":
+            if prev_pid[i] == 0:
+                stopped.discard(c)
+        elif e == "cpu_idle":
+            if state[i] == _CPU_IDLE_EXIT and c in stopped:
+                jif = max(jif, grid)
+        elif e == "timer_start" or e == "timer_expire_entry":
+            if e == "timer_start":
+                if expires[i] is None or timeout[i] is None:
+                    continue
+                obs = (expires[i] - timeout[i]) % (1 << 64)
+            elif now_j[i] is None:
+                continue
+            else:
+                obs = now_j[i]
+            total += 1
+            ok_grid += obs == grid
+            ok_kernel += obs == jif
+            jif = max(jif, obs)
+    return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
+
+
+def _tick_policies(ev, cpus_with_idle):
+    """(t_ts, cpu, policy, line): the trace's tick decision at each idle entry
+    (2: the tick is stopped in that idle period, 1: kept), set just after the
+    previous entry so that it is in force when the simulation reaches the
+    same entry (its idle entries precede the trace's by the few µs the
+    kernel spends between the switch to the idle task and cpu_idle)."""
+    out = []
+    sub = ev[ev["cpu"].isin(cpus_with_idle) & ev["event"].isin(("cpu_idle", "tick_stop", "sched_switch"))]
+    event, cpu, ts, line = _column(sub, "event"), _column(sub, "cpu"), _column(sub, "ts_ns"), _column(sub, "line")
+    state, prev_pid = _column(sub, "state"), _column(sub, "prev_pid")
+    stopped, last_entry = {}, {}
+    # The tick stops just before the cpu_idle of its entry and stays stopped
+    # until the CPU leaves the idle loop.
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "tick_stop":
+            stopped[c] = True
+        elif e == "sched_switch" and prev_pid[i] == 0:
+            stopped[c] = False  # tick_nohz_idle_exit restarts the tick
+        elif e == "cpu_idle" and state[i] != _CPU_IDLE_EXIT:
+            prev = last_entry.get(c)
+            t_set = prev[0] + 1 if prev is not None else ts[i] - 1000
+            out.append((t_set, c, 2 if stopped.get(c, False) else 1, prev[1] if prev is not None else line[i]))
+            last_entry[c] = (ts[i], line[i])
+    return out
+
+
+def to_workload(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto") -> Workload:
+    """The trace as a workload of one ``script`` component (see the module doc).
+    ``tick="trace"`` also imposes the trace's tick decisions at each idle
+    entry (on CPUs that log cpu_idle), instead of the governor's.
+    ``jiffies``: "auto", "kernel" (the update duty, late ticks as traced) or
+    "grid" (module doc, Clocks)."""
+    return Workload((Component("script", CpuSelection(),
+                               {"script": build_script(trace, hz=hz, tick=tick, jiffies=jiffies)}),))
+
+
+def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto") -> Script:
+    """The :class:`Script` of a trace."""
+    if tick not in TICK_MODES:
+        raise ValueError(f"tick={tick!r}; choose one of {TICK_MODES}")
+    if jiffies not in JIFFIES_MODES:
+        raise ValueError(f"jiffies={jiffies!r}; choose one of {JIFFIES_MODES}")
+    _require(trace, REQUIRED_EVENTS, "replay")
+    ev = trace.events
+    nr_cpus = max(int(trace.nr_cpus), int(ev["cpu"].max()) + 1)
+    offset = _clock_offset(ev)
+    notes = []
+    if hz is None:
+        hz = _infer_hz(ev, offset) or 250
+    tick_ns = (1_000_000_000 + hz // 2) // hz
+    run = ev[~ev["event"].isin(_SETUP_EVENTS)]
+    if not len(run):
+        raise ValueError(f"replay: {trace.path} has no events to replay")
+
+    # jiffies = monotonic // TICK_NSEC + initial_jiffies
+    sel = run[run["event"].isin(("hrtimer_expire_entry", "timer_expire_entry"))]
+    j0 = _tick_jiffies_offset(_column(sel, "event"), _column(sel, "function", ""), _column(sel, "now_ns"),
+                              _column(sel, "now_jiffies"), tick_ns)
+    starts = run[run["event"] == "timer_start"]
+    start_j = (starts["expires_jiffies"].to_numpy(np.uint64)
+               - starts["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
+    mono_start = starts["ts_ns"].to_numpy(np.int64) - offset
+    if j0 is None:
+        vals, counts = np.unique(start_j - (mono_start // tick_ns).astype(np.uint64), return_counts=True)
+        j0 = int(vals[counts.argmax()])
+        notes.append("jiffies offset read off timer_start (no tick / timer expiry pairs)")
+    j0 = int(j0) % (1 << 64)
+
+    t_first = int(run["ts_ns"].min())
+    t_last = int(run["ts_ns"].max())
+    start_ns = t_first - offset
+    if start_ns < 0:
+        raise ValueError(f"replay: {trace.path}: the trace clock runs {offset} ns ahead of CLOCK_MONOTONIC "
+                         "before the first event: cannot align the clocks")
+
+    # Timers: keys in order of first timer_start.
+    pointers, key_of = [], {}
+    for p in starts["timer"].to_numpy(dtype=np.uint64).tolist():
+        if p not in key_of:
+            key_of[p] = len(pointers)
+            pointers.append(p)
+    fnames = [str(f) for f in starts["function"].astype(str).unique()]
+    fcode = {f: i for i, f in enumerate(fnames)}
+
+    rows = []  # (ts, line, cpu, op, key, expires, flags, function, target, duration)
+    flags_text = starts["flags"].astype(str).tolist()
+    for ts, line, cpu, ptr, exp, fl, fn, base in zip(
+            starts["ts_ns"].tolist(), starts["line"].tolist(), starts["cpu"].tolist(),
+            starts["timer"].to_numpy(dtype=np.uint64).tolist(), starts["expires_jiffies"].to_numpy(np.uint64).tolist(),
+            flags_text, starts["function"].astype(str).tolist(),
+            starts["base_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
+        target = cpu if base < 0 or base >= nr_cpus else base
+        rows.append((ts, line, cpu, OP_ARM, key_of[ptr], exp, parse_timer_flags(fl) & _TIMER_FLAG_BITS, fcode[fn],
+                     target, 0))
+    tev = run[run["event"].isin(("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"))]
+    t_event, t_cpu, t_timer = _column(tev, "event"), _column(tev, "cpu"), _column(tev, "timer")
+    detaches = _expiry_detaches(t_event, t_cpu, t_timer)
+    t_ts, t_line = _column(tev, "ts_ns"), _column(tev, "line")
+    for i, e in enumerate(t_event):
+        if e == "timer_cancel" and i not in detaches and t_timer[i] in key_of:
+            rows.append((t_ts[i], t_line[i], t_cpu[i], OP_CANCEL, key_of[t_timer[i]], 0, 0, 0, t_cpu[i], 0))
+
+    # Tasks: sched_switch from and to the idle task (pid 0).
+    idle_cpus = set(run.loc[run["event"] == "cpu_idle", "cpu"].unique().tolist())
+    busy_rows, initial_busy, missing_switch = _task_intervals(run, nr_cpus, idle_cpus)
+    rows += busy_rows
+    sw = run[run["event"] == "sched_switch"]
+    next0 = (sw["next_pid"] == 0).to_numpy(dtype=bool, na_value=False)
+    if missing_switch:
+        notes.append(f"CPU(s) {missing_switch} log no switch away from the idle task: a task's first event "
+                     "there marks the end of the idle period")
+
+    # Device interrupts (CPUs that log cpu_idle only).
+    for ts, cpu, dur, line in _device_interrupts(run, sorted(idle_cpus)):
+        rows.append((ts, line, cpu, OP_IRQ, 0, 0, 0, 0, cpu, dur))
+    if jiffies == "auto":
+        fit = _jiffies_fit(run, offset, j0, tick_ns)
+        jiffies = "kernel" if fit["kernel"] > fit["grid"] else "grid"
+        notes.append(f"jiffies={jiffies!r}: it gives the kernel's recorded jiffies at {100 * fit[jiffies]:.1f} % of "
+                     f"the timer events (the other model: {100 * min(fit.values()):.1f} %)")
+    if jiffies == "kernel":
+        h = run[(run["event"] == "hrtimer_expire_entry") & run["function"].astype(str).isin(_TICK_FUNCTIONS)]
+        now = h["now_ns"].to_numpy(dtype=np.int64, na_value=-1)
+        keep = now >= 0
+        grid = (now // tick_ns) * tick_ns
+        for g, d, cpu, line in zip(grid[keep].tolist(), (now - grid)[keep].tolist(), h["cpu"].to_numpy()[keep].tolist(),
+                                   h["line"].to_numpy()[keep].tolist()):
+            if g - 1 + offset >= t_first:  # set just before the tick it delays
+                rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
+    if tick == "trace":
+        for ts, cpu, policy, line in _tick_policies(run, sorted(idle_cpus)):
+            rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
+        notes.append("tick decisions imposed from the trace (tick='trace'): tick stops are not a measure")
+    hidden = [c for c in range(nr_cpus) if c not in idle_cpus and (sw["cpu"] == c).any()
+              and ((sw["cpu"] == c) & next0).any()]
+    if hidden:
+        notes.append(f"CPU(s) {hidden} log no cpu_idle: their idle periods are inferred from swapper running, "
+                     "and their device interrupts are invisible (not replayed)")
+
+    items = pd.DataFrame(rows, columns=["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function",
+                                        "target_cpu", "duration_ns"])
+    items = items.sort_values(["ts", "line"], kind="stable").reset_index(drop=True)
+    items.insert(0, "t_ns", items.pop("ts") - offset)
+    items["op"] = items["op"].astype(np.uint8)
+    items["expires_jiffies"] = items["expires_jiffies"].astype(np.uint64)
+    return Script(items=items, function_names=tuple(fnames), pointers=np.array(pointers, dtype=np.uint64),
+                  initial_busy=tuple(initial_busy), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
+                  clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
+                  notes=tuple(notes), jiffies_duty=jiffies == "kernel")
+
+
+def _script_of(workload) -> Script:
+    return next(c.params["script"] for c in workload.components if c.kind == "script")
+
+
+def to_config(trace, **overrides) -> Config:
+    """A :class:`~timerlab.Config` replaying ``trace``: its CPUs, NUMA nodes
+    (from the hierarchy's set-up events; else one node), HZ (inferred; 250 if
+    the trace cannot tell), kernel release (from the file name, e.g.
+    "qemu-6.12.95-..." -> "6.12"; else "latest"), start and length, idle
+    states "vm" with the menu governor. Any option can be overridden;
+    ``tick=`` and ``jiffies=`` are those of :func:`to_workload`."""
+    hz = overrides.get("hz")
+    tick = overrides.pop("tick", "simulated")
+    jiffies = overrides.pop("jiffies", "auto")
+    workload = overrides.pop("workload", None) or to_workload(trace, hz=hz, tick=tick, jiffies=jiffies)
+    s = _script_of(workload)
+    node_of_cpu = _node_of_cpu(trace.events, s.nr_cpus)
+    args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=_kernel_of(trace.path), idle_states="vm", governor="menu",
+                start_ns=s.start_ns, duration_ns=max(1, s.end_ns - s.start_ns + 1), workload=workload)
+    if node_of_cpu is not None:
+        args.update(node_of_cpu=node_of_cpu)
+    if {"cpus", "nodes", "layout", "topology"} & set(overrides):
+        args.pop("node_of_cpu", None)
+    args.update(overrides)
+    return Config(**args)
+
+
+# ---------------------------------------------------------------------------
+# Validation
+
+
+@dataclass
+class FidelityItem:
+    """One comparison: how many cases agree, and the ones that do not."""
+
+    name: str
+    agreement: float | None      # None: not compared
+    compared: int
+    agreeing: int
+    disagreements: pd.DataFrame
+    note: str = ""
+
+
+@dataclass
+class FidelityReport:
+    """What :func:`validate` found. ``items``: one :class:`FidelityItem` per
+    comparison (also as attributes: ``wheel``, ``expiring_cpu``,
+    ``idle_entries``, ``tick_stops``, ``tmigr``); ``per_cpu``: idle entries and
+    tick stops per CPU, trace vs simulation; ``result``: the simulation."""
+
+    trace: str
+    config: Config
+    items: list
+    per_cpu: pd.DataFrame
+    expiries: pd.DataFrame
+    result: object
+    notes: list
+
+    def __getattr__(self, name):
+        for item in self.__dict__.get("items", ()):
+            if item.name == name:
+                return item
+        raise AttributeError(name)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per comparison: agreement (0..1), compared, agreeing, disagreeing, note."""
+        return pd.DataFrame({
+            "item": [i.name for i in self.items],
+            "agreement": pd.array([i.agreement for i in self.items], dtype="Float64"),
+            "compared": [i.compared for i in self.items],
+            "agreeing": [i.agreeing for i in self.items],
+            "disagreeing": [len(i.disagreements) for i in self.items],
+            "note": [i.note for i in self.items],
+        }).set_index("item")
+
+    def __str__(self) -> str:
+        lines = [f"FidelityReport of {os.path.basename(self.trace)} "
+                 f"({self.config.topology.cpus} CPUs, kernel {self.config.kernel}, placement {self.config.placement})"]
+        w = max(len(i.name) for i in self.items)
+        lines.append(f"  {'item':<{w}}  agreement  compared  note")
+        for i in self.items:
+            a = "      n/a" if i.agreement is None else f"{100 * i.agreement:8.2f}%"
+            lines.append(f"  {i.name:<{w}}  {a}  {i.compared:>8}  {i.note}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _expiring_cpu(trace, script: Script, res) -> tuple:
+    """Global timers' expiring CPU, trace vs simulation, matched by pointer + expires."""
+    ev = trace.events
+    tev = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
+    event, cpu, timer = _column(tev, "event"), _column(tev, "cpu"), _column(tev, "timer")
+    expires, flags, function = _column(tev, "expires_jiffies"), _column(tev, "flags", ""), _column(tev, "function", "")
+    base_cpu, line = _column(tev, "base_cpu"), _column(tev, "line")
+    last = {}
+    rows = []
+    unknown = 0
+    for i, e in enumerate(event):
+        if e == "timer_start":
+            last[timer[i]] = (expires[i], flags[i], base_cpu[i])
+        elif e == "timer_expire_entry":
+            s = last.pop(timer[i], None)
+            if s is None:
+                unknown += 1
+                continue
+            if base_of_flags(s[1]) == "GLOBAL":
+                rows.append((line[i], timer[i], str(function[i]), int(s[0]), s[2], cpu[i]))
+    trace_x = pd.DataFrame(rows, columns=["line", "timer", "function", "expires_jiffies", "base_cpu", "cpu_trace"])
+    t = res.timers
+    sim = t[t["outcome"] == "expired"]
+    sim = sim[sim["timer"] < len(script.pointers)]
+    sim = pd.DataFrame({"timer": script.pointers[sim["timer"].to_numpy(np.int64)],
+                        "expires_jiffies": sim["expires_jiffies"].to_numpy(np.uint64).astype(np.int64),
+                        "cpu_sim": sim["cpu_expired"].to_numpy(dtype=np.int64, na_value=-1),
+                        "expired_ns_sim": sim["expired_ns"].to_numpy(dtype=np.int64, na_value=-1)})
+    trace_x["expires_jiffies"] = trace_x["expires_jiffies"].astype(np.uint64).astype(np.int64)
+    trace_x["timer"] = trace_x["timer"].astype(np.uint64)
+    for df in (trace_x, sim):
+        df["n"] = df.groupby(["timer", "expires_jiffies"]).cumcount()
+    m = trace_x.merge(sim, on=["timer", "expires_jiffies", "n"], how="left").drop(columns="n")
+    m["cpu_sim"] = m["cpu_sim"].astype("Int64")
+    m["agrees"] = (m["cpu_sim"] == m["cpu_trace"]).fillna(False).astype(bool)
+    m["why"] = np.where(m["cpu_sim"].isna(), "not expired in the simulation",
+                        np.where(m["agrees"], "", "expired on another CPU"))
+    return m, unknown
+
+
+def validate(trace, **overrides) -> FidelityReport:
+    """Replay ``trace`` with the kernel's own policy (:func:`to_config`, options
+    overridable) and compare the simulation with what the kernel recorded:
+
+    * ``wheel`` — bucket index and expiry of every timer_start
+      (:func:`timerlab.fidelity.wheel_replay`);
+    * ``expiring_cpu`` — the CPU that ran each global timer's expiry, matched
+      by timer pointer and expires (timers armed before the trace are left out);
+    * ``idle_entries`` and ``tick_stops`` — per CPU, the agreement being
+      1 - sum |sim - trace| / sum trace over CPUs that log cpu_idle;
+    * ``tmigr`` — migrator hand-overs of each level-0 group of the hierarchy
+      (changes of the migrator in tmigr_group_set_cpu_active/inactive), the
+      agreement being 1 - sum |sim - trace| / sum trace over groups.
+
+    ``tick="trace"`` imposes the kernel's tick decisions at each idle entry
+    (then ``tick_stops`` is no measure): what remains to compare is the
+    timer and hierarchy model given the same idle/tick states.
+
+    Raises ValueError listing the missing events if the trace lacks any of
+    REQUIRED_EVENTS + cpu_idle, tick_stop.
+    """
+    from .simulate import simulate
+
+    _require(trace, VALIDATE_EVENTS, "validate")
+    cfg = to_config(trace, **{"record_events": True, **overrides})
+    script = _script_of(cfg.workload)
+    res = simulate(cfg)
+    notes = list(script.notes)
+    items = []
+
+    wr = wheel_replay(trace, hz=cfg.hz)
+    p = wr.placement
+    items.append(FidelityItem("wheel", wr.placement_agreement, len(p), int(p["agrees"].sum()), p[~p["agrees"]],
+                              "timer_start idx and bucket_expiry, replayed base clocks"))
+
+    x, unknown = _expiring_cpu(trace, script, res)
+    items.append(FidelityItem(
+        "expiring_cpu", float(x["agrees"].mean()) if len(x) else None, len(x), int(x["agrees"].sum()),
+        x[~x["agrees"]],
+        f"global timers; {unknown} expiries of timers armed before the trace left out"))
+
+    ev = trace.events
+    idle_cpus = sorted(ev.loc[ev["event"] == "cpu_idle", "cpu"].unique().tolist())
+    ci = ev[ev["event"] == "cpu_idle"]
+    entries = ci[ci["state"] != _CPU_IDLE_EXIT].groupby("cpu").size()
+    ts = ev[ev["event"] == "tick_stop"]
+    ts = ts[ts["success"].fillna(1) == 1] if "success" in ts else ts
+    stops = ts.groupby("cpu").size()
+    pc = res.per_cpu
+    per_cpu = pd.DataFrame({
+        "cpu": np.arange(cfg.topology.cpus),
+        "idle_entries_trace": [int(entries.get(c, 0)) for c in range(cfg.topology.cpus)],
+        "idle_entries_sim": pc["idle_entries"].to_numpy(),
+        "tick_stops_trace": [int(stops.get(c, 0)) for c in range(cfg.topology.cpus)],
+        "tick_stops_sim": pc["tick_stops"].to_numpy(),
+        "visible": [c in idle_cpus for c in range(cfg.topology.cpus)],
+    })
+    for what, note in (("idle_entries", "cpu_idle entries per CPU"), ("tick_stops", "tick_stop per CPU")):
+        v = per_cpu[per_cpu["visible"]]
+        tr_, sim_ = v[f"{what}_trace"].to_numpy(), v[f"{what}_sim"].to_numpy()
+        total = tr_.sum()
+        agreement = 1 - np.abs(sim_ - tr_).sum() / total if total else None
+        off = np.abs(sim_ - tr_) > 0.05 * np.maximum(tr_, 1)
+        bad = v[off][["cpu", f"{what}_trace", f"{what}_sim"]].assign(
+            rel_diff=(v[off][f"{what}_sim"] - v[off][f"{what}_trace"]) / np.maximum(v[off][f"{what}_trace"], 1))
+        items.append(FidelityItem(what, None if agreement is None else max(0.0, float(agreement)), len(v),
+                                  int((~off).sum()), bad,
+                                  f"{note}, 1 - sum|sim-trace|/sum trace; CPUs off by > 5 % listed"))
+    v = per_cpu[per_cpu["visible"]]
+    kept_trace = int((v["idle_entries_trace"] - v["tick_stops_trace"]).clip(lower=0).sum())
+    kept_sim = int((v["idle_entries_sim"] - v["tick_stops_sim"]).clip(lower=0).sum())
+    if overrides.get("tick", "simulated") == "simulated" and kept_trace > 1.05 * kept_sim:
+        # What the rest is: the kernel kept the tick for reasons the trace does not show.
+        notes.append(f"the kernel kept the tick at {kept_trace} idle entries, the simulation at {kept_sim}: reasons "
+                     "a trace does not show (RCU callbacks pending: rcu_needs_cpu; not modelled). A CPU whose tick "
+                     "runs expires its own global timers, so most expiring_cpu disagreements follow; "
+                     "validate(trace, tick='trace') imposes the recorded tick decisions to compare the rest")
+    hidden = [c for c in range(cfg.topology.cpus) if c not in idle_cpus]
+    if hidden:
+        notes.append(f"CPU(s) {hidden} log no cpu_idle: idle entries and tick stops not compared there")
+    items.append(_handovers(trace, res, cfg.start_ns + script.clock_offset_ns))
+    return FidelityReport(trace.path, cfg, items, per_cpu, x, res, notes)
+
+
+def _handovers(trace, res, start_ts) -> FidelityItem:
+    """Migrator hand-overs per level-0 group of the hierarchy: how often the
+    group's migrator changed (tmigr_group_set_cpu_active/inactive), trace vs
+    simulation. Groups are matched by the CPUs whose events they carry."""
+    name, note = "tmigr", "migrator hand-overs per level-0 group, 1 - sum|sim-trace|/sum trace"
+    if res.events is None:
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: the run kept no events")
+
+    def count(ev, t0):
+        ev = ev[ev["event"].isin(("tmigr_group_set_cpu_active", "tmigr_group_set_cpu_inactive"))]
+        ev = ev[(ev["lvl"] == 0) & (ev["ts_ns"] > t0)]
+        cpus, changes, last = {}, {}, {}
+        for g, c, m in zip(ev["group"].tolist(), ev["cpu"].tolist(), ev["migrator"].tolist()):
+            cpus.setdefault(g, set()).add(int(c))
+            if g in last and last[g] != m:
+                changes[g] = changes.get(g, 0) + 1
+            last[g] = m
+        return {tuple(sorted(v)): changes.get(g, 0) for g, v in cpus.items()}
+
+    tr_counts = count(trace.events, start_ts)
+    if not tr_counts:
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: the trace has no level-0 group events")
+    sim_counts = count(res.events, res.config.start_ns)
+    rows, hidden = [], set()
+    for cpus, n in sorted(tr_counts.items()):
+        # A simulated group holds every CPU its trace group showed (the trace
+        # shows only CPUs that went idle or active there).
+        m = [k for k in sim_counts if set(cpus) <= set(k)]
+        if len(m) == 1 and len(m[0]) > len(cpus):
+            hidden.update(set(m[0]) - set(cpus))  # their hand-overs are invisible in the trace
+            continue
+        rows.append((list(cpus), n, sim_counts[m[0]] if len(m) == 1 else pd.NA))
+    if not rows:
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(),
+                            f"not compared: CPU(s) {sorted(hidden)} log no hierarchy events")
+    if hidden:
+        note += f"; groups with CPU(s) {sorted(hidden)}, which log no hierarchy events, left out"
+    df = pd.DataFrame(rows, columns=["cpus", "handovers_trace", "handovers_sim"])
+    df["handovers_sim"] = df["handovers_sim"].astype("Int64")
+    known = df[df["handovers_sim"].notna()]
+    total = known["handovers_trace"].sum()
+    diff = (known["handovers_sim"] - known["handovers_trace"]).abs()
+    agreement = max(0.0, float(1 - diff.sum() / total)) if total else None
+    off = df["handovers_sim"].isna() | ((df["handovers_sim"] - df["handovers_trace"]).abs()
+                                        > 0.05 * df["handovers_trace"].clip(lower=1)).fillna(True)
+    return FidelityItem(name, agreement, len(df), int((~off).sum()), df[off], note)
