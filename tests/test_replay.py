@@ -93,7 +93,7 @@ def test_jiffies_model_is_chosen_by_the_trace(traces):
 
 def test_validate_reports_total_wheel_agreement(traces):
     for name, tr in traces.items():
-        rep = replay.validate(tr)
+        rep = tl.validate(tr)
         assert rep.wheel.agreement == 1.0, name
         assert rep.wheel.disagreements.empty
         if name.startswith("vm2"):
@@ -104,7 +104,7 @@ def test_validate_reports_total_wheel_agreement(traces):
 
 
 def test_validate_16cpu_figures():
-    rep = replay.validate(tl.read_ftrace(QEMU16))
+    rep = tl.validate(tl.read_ftrace(QEMU16))
     frame = rep.to_frame()
     assert list(frame.index) == ["wheel", "expiring_cpu", "idle_entries", "tick_stops", "tmigr"]
     assert frame.loc["expiring_cpu", "compared"] > 400
@@ -125,14 +125,14 @@ def test_validate_16cpu_figures():
 
 def test_validate_with_the_traces_tick_decisions(traces):
     tr = traces[QEMU16.name]
-    rep = replay.validate(tr, tick="trace")
+    rep = tl.validate(tr, tick="trace")
     # Measured 80 % / 97.5 % / 99 %: with the kernel's tick decisions imposed,
     # what is left is the timer and hierarchy model given the same idle states.
     assert rep.expiring_cpu.agreement >= 0.75
     assert rep.tick_stops.agreement >= 0.95
     assert rep.tmigr.agreement >= 0.95
     # Without the jiffies-update duty (jiffies on the tick grid) it is much worse.
-    grid = replay.validate(tr, tick="trace", jiffies="grid")
+    grid = tl.validate(tr, tick="trace", jiffies="grid")
     assert grid.expiring_cpu.agreement < rep.expiring_cpu.agreement - 0.1
     assert any("imposed" in n for n in rep.notes)
     with pytest.raises(ValueError, match="tick="):
@@ -144,7 +144,7 @@ def test_missing_events_raise_value_error(traces):
     ev = tr.events
     no_idle = tl.Trace(tr.path, ev[~ev["event"].isin(["cpu_idle", "tick_stop"])].reset_index(drop=True), tr.nr_cpus)
     with pytest.raises(ValueError, match=r"cpu_idle.*tick_stop|tick_stop.*cpu_idle"):
-        replay.validate(no_idle)
+        tl.validate(no_idle)
     no_sched = tl.Trace(tr.path, ev[ev["event"] != "sched_switch"].reset_index(drop=True), tr.nr_cpus)
     with pytest.raises(ValueError, match="sched_switch"):
         no_sched.to_workload()
