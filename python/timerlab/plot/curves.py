@@ -134,7 +134,8 @@ def latency_cdf(data, *, ax=None, label=None, column: str = "lateness_ns"):
     ...). NA values (timers that did not expire) are left out; each
     remaining timer is one step of the curve, which ends at 1. Values <= 0
     cannot be placed on the log axis: they count in the CDF (the curve
-    starts at their share) but are not drawn.
+    starts at their share) but are not drawn; when no value is positive the
+    axis stays linear.
     """
     if not str(column).endswith("_ns"):
         raise ValueError(f"latency_cdf: column={column!r} must be a time in ns (a name ending in '_ns')")
@@ -163,9 +164,9 @@ def latency_cdf(data, *, ax=None, label=None, column: str = "lateness_ns"):
         n = len(us)
         text = f"{name} (n={n})" if name is not None else f"n={n}"
         ax.plot(us, np.arange(1, n + 1) / n, drawstyle="steps-post", label=text, gid=f"latency_cdf:{name}")
-    ax.set_xscale("log", nonpositive="mask")
     pos = np.concatenate([us[us > 0] for _, us in series])
-    if len(pos):  # whole decades, so that a narrow spread still gets labelled ticks
+    if len(pos):  # log scale in whole decades, so that a narrow spread still gets labelled ticks
+        ax.set_xscale("log", nonpositive="mask")
         lo_dec, hi_dec = math.floor(math.log10(pos.min())), math.ceil(math.log10(pos.max()))
         ax.set_xlim(10.0 ** lo_dec, 10.0 ** max(hi_dec, lo_dec + 1))
     ax.set_ylim(0, 1.02)
