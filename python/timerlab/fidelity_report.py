@@ -131,6 +131,8 @@ def validate(trace, **overrides) -> FidelityReport:
     ``tick="trace"`` imposes the kernel's tick decisions at each idle entry
     (then ``tick_stops`` is no measure): what remains to compare is the
     timer and hierarchy model given the same idle/tick states.
+    ``tick="kept"`` imposes only the ticks the kernel kept in idle (reasons
+    such as rcu_needs_cpu do not show in a trace); tick stops stay simulated.
 
     Raises ValueError listing the missing events if the trace lacks any of
     REQUIRED_EVENTS + cpu_idle, tick_stop.
@@ -191,7 +193,7 @@ def validate(trace, **overrides) -> FidelityReport:
                      f"(CPU {int(worst['cpu'])}: {int(worst['tick_stops_trace'])} vs {int(worst['tick_stops_sim'])}) "
                      "for reasons a trace does not show (RCU callbacks pending, rcu_needs_cpu: not modelled); a CPU "
                      "whose tick runs expires its own global timers, so most expiring_cpu disagreements follow. "
-                     "validate(trace, tick='trace') imposes the recorded tick decisions to compare the rest")
+                     "validate(trace, tick='kept') imposes the ticks the kernel kept, tick='trace' all its tick decisions")
     hidden = [c for c in range(cfg.topology.cpus) if c not in idle_cpus]
     if hidden:
         notes.append(f"CPU(s) {hidden} log no cpu_idle: idle entries and tick stops not compared there")

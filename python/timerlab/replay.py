@@ -73,7 +73,7 @@ __all__ = ["Script", "to_workload", "to_config", "REQUIRED_EVENTS"]
 OP_ARM, OP_CANCEL, OP_BUSY, OP_IDLE, OP_IRQ, OP_TICK, OP_DELAY = 0, 1, 2, 3, 4, 5, 6
 _OP_NAMES = ["arm", "cancel", "busy_start", "idle_start", "external_irq", "tick_policy", "tick_delay"]
 JIFFIES_MODES = ("auto", "kernel", "grid")
-TICK_MODES = ("simulated", "trace")
+TICK_MODES = ("simulated", "kept", "trace")
 _CPU_IDLE_EXIT = 4294967295
 _TICK_FUNCTIONS = ("tick_nohz_handler", "tick_sched_timer", "tick_nohz_highres_handler")
 # Events of the boot-time hierarchy set-up, logged long before the recording.
@@ -369,8 +369,10 @@ def _tick_policies(ev, cpus_with_idle):
 def to_workload(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto") -> Workload:
     """The trace as a workload of one ``script`` component (see the module doc).
     ``tick="trace"`` also imposes the trace's tick decisions at each idle
-    entry (on CPUs that log cpu_idle), instead of the governor's.
-    ``jiffies``: "auto", "kernel" (the update duty, late ticks as traced) or
+    entry (on CPUs that log cpu_idle), instead of the governor's;
+    ``tick="kept"`` imposes only the entries where the kernel kept the tick
+    (for reasons a trace does not show, such as RCU callbacks pending) and
+    leaves stopping it to the simulation. ``jiffies``: "auto", "kernel" (the update duty, late ticks as traced) or
     "grid" (module doc, Clocks)."""
     return Workload((Component("script", CpuSelection(),
                                {"script": build_script(trace, hz=hz, tick=tick, jiffies=jiffies)}),))
@@ -469,10 +471,14 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                                    h["line"].to_numpy()[keep].tolist()):
             if g - 1 + offset >= t_first:  # set just before the tick it delays
                 rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
-    if tick == "trace":
+    if tick in ("trace", "kept"):
         for ts, cpu, policy, line in _tick_policies(run, sorted(idle_cpus)):
-            rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
-        notes.append("tick decisions imposed from the trace (tick='trace'): tick stops are not a measure")
+            # kept: only the entries where the kernel kept the tick are imposed (its reasons, such as
+            # RCU callbacks pending, do not show in a trace); stopping it is left to the simulation.
+            rows.append((ts, line, cpu, OP_TICK, 0, 0, policy if tick == "trace" else policy % 2, 0, cpu, 0))
+        notes.append("tick decisions imposed from the trace (tick='trace'): tick stops are not a measure"
+                     if tick == "trace" else "the ticks the kernel kept in idle are imposed (tick='kept'); tick "
+                     "stops are simulated where the kernel stopped the tick")
     hidden = [c for c in range(nr_cpus) if c not in idle_cpus and (sw["cpu"] == c).any()
               and ((sw["cpu"] == c) & next0).any()]
     if hidden:
