@@ -36,9 +36,16 @@ def _figures(res, out: Path, stem: str) -> None:
 def demo(args) -> int:
     import timerlab as tl
 
-    base = tl.Config(cpus=args.cpus, nodes=args.nodes, duration_ns=int(args.seconds * 1e9),
-                     workload=tl.workloads.server())
-    print(f"timerlab demo: {base.topology!r}, server workload, {args.seconds:g} s x {args.seeds} seeds per row\n")
+    if args.cpus < 2:
+        raise ValueError(f"--cpus={args.cpus}: the demo needs at least 2 CPUs")
+    # A server, plus the lazy-wakeup patch's remote enqueuer (add_timer_on from the last CPU onto a few
+    # others): without remote enqueues lazy and always wakeups would not differ.
+    targets = list(range(args.cpus // 2, min(args.cpus // 2 + 4, args.cpus - 1))) or [0]
+    workload = tl.workloads.server() + tl.workloads.remote_enqueuer(from_cpu=args.cpus - 1, to_cpus=targets,
+                                                                     rate_hz=60)
+    base = tl.Config(cpus=args.cpus, nodes=args.nodes, duration_ns=int(args.seconds * 1e9), workload=workload)
+    print(f"timerlab demo: {base.topology!r}, server workload + CPU {args.cpus - 1} arming timers on CPUs "
+          f"{targets}, {args.seconds:g} s x {args.seeds} seeds per row\n")
     grid = {"placement": ["push", "pull"], "remote_wakeup": ["always", "lazy"]}
     df = tl.sweep(base, grid, seeds=range(1, args.seeds + 1), backend="serial")
     _print_table(df.groupby(list(grid), sort=False)[HEADLINE].mean())
