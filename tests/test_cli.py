@@ -96,6 +96,9 @@ def test_export_writes_a_trace_the_reader_reads(config_file, tmp_path):
     ('[[workload]]\nkind = "tasks"\nsleep_ns = {gamma = 3}', "workload[0].sleep_ns: a distribution"),
     ('[[workload]]\nkind = "tasks"\nbogus = 3', "workload[0]: "),
     ('placement = "sideways"', "placement"),
+    ('sweep = 3', "sweep must be a table"),
+    ('workload = [1]', "workload[0]: a workload is a table"),
+    ('[[workload]]\nkind = "timeouts"\nrate_hz = 10\ntimeout_ns = {uniform = [1]}', "timeout_ns: uniform"),
 ])
 def test_config_file_mistakes_print_one_line(tmp_path, content, words):
     path = tmp_path / "bad.toml"
@@ -114,6 +117,20 @@ def test_user_mistakes_print_one_line(tmp_path):
     assert r.returncode == 2 and "hz" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("sweep", tmp_path / "missing.toml")
     assert r.returncode == 2 and "missing.toml" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_failed_sweep_points_and_per_cpu_sweeps(tmp_path):
+    path = tmp_path / "cfg.toml"
+    path.write_text('placement = "pull"\nduration_ns = 10_000_000\n[sweep]\ngrid = { kernel = ["6.6", "latest"] }\n'
+                    'backend = "serial"\nseeds = [1]\nprogress = false\n')
+    r = run_cli("sweep", path, "--out", tmp_path / "s.parquet")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "1 of 2 sweep runs failed" in r.stderr and "kernel='6.6'" in r.stderr
+    path.write_text('cpus = 4\nduration_ns = 10_000_000\n[sweep]\ngrid = { placement = ["push", "pull"] }\n'
+                    'backend = "serial"\nper_cpu = true\n')
+    r = run_cli("sweep", path, "--out", tmp_path / "p.csv")
+    assert r.returncode == 0, r.stderr
+    assert len(pd.read_csv(tmp_path / "p.csv")) == 2 * 4
 
 
 def test_help_lists_every_command():

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import timerlab as tl
-from timerlab import replay
+from timerlab import replay, replay_trace
 
 from conftest import RECORDINGS, TRACE_DIR
 
@@ -191,7 +191,7 @@ def test_core_rejects_bad_scripts(traces):
     with pytest.raises(ValueError, match="not sorted"):
         tl.simulate(_with_items(cfg, unsorted))
     bad_key = items.copy()
-    arm = int(np.flatnonzero(bad_key["op"].to_numpy() == replay.OP_ARM)[0])
+    arm = int(np.flatnonzero(bad_key["op"].to_numpy() == replay_trace.OP_ARM)[0])
     bad_key.loc[arm, "key"] = 10**6
     with pytest.raises(ValueError, match="timer key"):
         tl.simulate(_with_items(cfg, bad_key))

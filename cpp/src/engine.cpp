@@ -218,7 +218,7 @@ void Engine::step(unsigned cpu) {
     if (cs.tick_stopped) {
       cs.wakeup = INT64_MAX;  // one-shot: the idle loop programs the next
     } else {
-      cs.next_tick = next_tick_after(now_) + cs.tick_delay;  // on the grid, even after an exit latency
+      cs.next_tick = next_tick_after(now_) + cs.tick_delay_ns;  // on the grid, even after an exit latency
     }
     tick(cpu);
   } else if (cs.irq_end <= now_) {

@@ -243,7 +243,7 @@ void Engine::tick_nohz_idle_exit(unsigned cpu) {
     cs.tick_stopped = false;
     cs.wakeup = INT64_MAX;
     timer_clear_idle(cpu);
-    cs.next_tick = next_tick_after(now_) + cs.tick_delay;
+    cs.next_tick = next_tick_after(now_) + cs.tick_delay_ns;
   } else if (!cfg_.pull_model) {
     // Before 6.9 the base may be marked idle with the tick kept.
     cpu_timers_[cpu].timer_clear_idle();

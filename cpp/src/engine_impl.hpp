@@ -43,7 +43,7 @@ struct CpuState {
   bool always_busy = false;
   bool script_busy = false;    // a replayed trace has a task running here
   std::uint8_t script_tick = 0;  // a replayed trace's tick decision: 0 governor, 1 keep, 2 stop
-  std::int64_t tick_delay = 0;   // a replayed trace's lateness of this CPU's periodic tick
+  std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool in_idle_loop = false;

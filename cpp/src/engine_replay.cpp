@@ -22,6 +22,12 @@
 //   idle_start      —                               enters the idle loop
 //   external_irq    wakes it (device)               stays awake duration_ns
 //   tick_policy     applies from the next pass of the idle loop
+//   tick_delay      from the next tick on, this CPU's periodic tick comes
+//                   duration_ns after the tick grid (a traced tick's lateness)
+//
+// Only arm/cancel/busy_start/external_irq are interrupts in the trace: on a
+// CPU whose tick is stopped they bring jiffies up to date (with the jiffies
+// duty); the two tick items are bookkeeping placed between trace events.
 //
 // Simplifications vs. the kernel
 //   * Scripted operations take no time; a timer's callback does nothing
@@ -111,7 +117,7 @@ bool Engine::script_runs_in_idle(unsigned cpu) {
   const WorkItem item = cs.work.top();
   cs.work.pop();
   // The trace shows the CPU in an interrupt here: tick_nohz_irq_enter.
-  if (cfg_.jiffies_duty && cs.tick_stopped && op != ScriptOp::tick_delay) update_jiffies();
+  if (cfg_.jiffies_duty && cs.tick_stopped && op != ScriptOp::tick_delay && op != ScriptOp::tick_policy) update_jiffies();
   script_op(cpu, static_cast<std::size_t>(item.id));
   return true;
 }
@@ -139,10 +145,10 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       pool_[t].flags = (pool_[t].flags & ~TIMER_INIT_FLAGS) | it.flags;
       if (it.target_cpu != cpu) {
         res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.enqueue_ns;
-        add_timer_on(*this, t, it.expires, it.target_cpu);
+        add_timer_on(*this, t, it.expires_jiffies, it.target_cpu);
         if (info_[t].row >= 0) res_.timers[static_cast<std::size_t>(info_[t].row)].expires_jiffies = pool_[t].expires;
       } else {
-        arm(cpu, t, it.expires, MOD_TIMER_NOTPENDING);
+        arm(cpu, t, it.expires_jiffies, MOD_TIMER_NOTPENDING);
       }
       script_idle_update(cpu);  // a remote target is woken by the enqueue's IPI, if at all
       break;
@@ -168,8 +174,8 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       break;
     case ScriptOp::tick_delay:
       // Late by less than a tick: the pending periodic tick is the next grid point's.
-      cs.tick_delay = std::min<std::int64_t>(it.duration_ns, static_cast<std::int64_t>(tick_nsec_) - 1);
-      if (!cs.tick_stopped) cs.next_tick = next_tick_after(now_) + cs.tick_delay;
+      cs.tick_delay_ns = std::min<std::int64_t>(it.duration_ns, static_cast<std::int64_t>(tick_nsec_) - 1);
+      if (!cs.tick_stopped) cs.next_tick = next_tick_after(now_) + cs.tick_delay_ns;
       break;
     case ScriptOp::tick_policy:
       cs.script_tick = static_cast<std::uint8_t>(it.flags);

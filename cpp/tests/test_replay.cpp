@@ -35,7 +35,7 @@ ScriptItem arm(std::int64_t t, unsigned cpu, std::uint32_t key, jiffies_t expire
   it.cpu = cpu;
   it.op = ScriptOp::arm;
   it.key = key;
-  it.expires = expires;
+  it.expires_jiffies = expires;
   it.flags = flags;
   it.target_cpu = cpu;
   return it;

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from . import cli_commands as commands
+from .sweep import SweepError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,8 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as e:
         print(f"timerlab: {e.filename or e}: {e.strerror or e}", file=sys.stderr)
-    except (ValueError, TypeError, ImportError, ConnectionError) as e:  # these name the option or file
-        print(f"timerlab: {str(e).splitlines()[0]}", file=sys.stderr)
+    except (ValueError, TypeError, ImportError, ConnectionError, SweepError) as e:  # these name the option or file
+        lines = str(e).splitlines()
+        # A SweepError lists every failed run: the count and the first one make the line.
+        print(f"timerlab: {lines[0]}{' ' + lines[1].strip() if isinstance(e, SweepError) and len(lines) > 1 else ''}",
+              file=sys.stderr)
     except KeyboardInterrupt:
         print("timerlab: interrupted", file=sys.stderr)
         return 130

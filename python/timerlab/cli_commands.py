@@ -83,6 +83,8 @@ def sweep(args) -> int:
         raise ValueError(f"{f.path}: no [sweep] grid = {{option = [values, ...]}}")
     opts = dict(f.sweep)
     grid = opts.pop("grid")
+    if not isinstance(grid, dict):
+        raise ValueError(f"{f.path}: [sweep] grid must be a table {{option = [values, ...]}}, got {grid!r}")
     if args.backend:
         opts["backend"] = args.backend
     if args.scheduler:
@@ -90,7 +92,9 @@ def sweep(args) -> int:
     df = tl.sweep(f.config, grid, **opts)
     out = args.out
     df.to_csv(out, index=False) if out.suffix == ".csv" else df.to_parquet(out)
-    _print_table(df.groupby(list(grid), sort=False)[HEADLINE].mean())
+    # Per-CPU rows (per_cpu = true) have no summary figures: show their own means.
+    shown = HEADLINE if "cpu" not in df else ["wakeups", "ipis_received", "timers_expired_remote", "avg_power_mw"]
+    _print_table(df.groupby(list(grid) or ["seed"], sort=False)[shown].mean())
     print(f"wrote {len(df)} rows to {out}")
     return 0
 
@@ -113,6 +117,9 @@ def replay(args) -> int:
     base = trace.to_config()
     grid = {k: v for k, v in (("placement", args.placement), ("deferrable", args.deferrable),
                               ("governor", args.governor)) if v}
+    if "push" in (args.placement or []) and any(d != "legacy" for d in args.deferrable or []):
+        raise ValueError("--placement push and --deferrable global/global_nowake do not go together "
+                         "(deferrable policies need the pull model); replay them separately")
     df = tl.sweep(base, grid or {"placement": [base.placement]}, backend="serial", progress=False)
     print(f"timerlab replay: {args.trace} as {base.topology!r}, kernel {base.kernel}")
     _print_table(df.set_index(list(grid or {"placement": 0}))[HEADLINE])
@@ -123,6 +130,7 @@ def validate(args) -> int:
     import timerlab as tl
 
     print(tl.validate(tl.read_ftrace(args.trace)))
+    return 0
     return 0
 
 

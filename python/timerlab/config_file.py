@@ -2,8 +2,9 @@
 
 Top-level keys are Config options; ``[[workload]]`` tables are the workload's
 generators (``kind`` = a function of timerlab.workloads, the other keys its
-parameters); ``[sweep]`` holds a sweep's ``grid``, ``seeds``, ``backend``,
-``cache``. A distribution is a table with one key: ``{exponential = 2e6}``,
+parameters); ``[sweep]`` holds the options of tl.sweep: ``grid``, ``seeds``,
+``backend``, ``cache``, ``workers``, ``scheduler``, ``per_cpu``, ``progress``.
+A distribution is a table with one key: ``{exponential = 2e6}``,
 ``{uniform = [1e6, 2e7]}``, ``{lognormal = [1e6, 0.5]}``, ``{const = 4e6}``.
 
     cpus = 64
@@ -41,7 +42,7 @@ __all__ = ["load_config", "ConfigFile"]
 
 _DISTS = {"exponential": _dist.exponential, "uniform": _dist.uniform, "lognormal": _dist.lognormal,
           "const": _dist.const}
-_SWEEP_KEYS = {"grid", "seeds", "backend", "cache", "workers", "scheduler", "per_cpu"}
+_SWEEP_KEYS = {"grid", "seeds", "backend", "cache", "workers", "scheduler", "per_cpu", "progress"}
 
 
 class ConfigFile:
@@ -56,7 +57,10 @@ def _value(where: str, v):
         if len(v) != 1 or next(iter(v)) not in _DISTS:
             raise ValueError(f"{where}: a distribution is one of {sorted(_DISTS)} as a one-key table, got {v!r}")
         name, args = next(iter(v.items()))
-        return _DISTS[name](*args) if isinstance(args, list) else _DISTS[name](args)
+        try:
+            return _DISTS[name](*args) if isinstance(args, list) else _DISTS[name](args)
+        except TypeError as e:  # a wrong number of parameters
+            raise ValueError(f"{where}: {name}: {e}") from None
     return v
 
 
@@ -66,6 +70,8 @@ def _workload(path: Path, tables) -> _workloads.Workload:
     total = _workloads.Workload()
     for i, table in enumerate(tables):
         where = f"{path}: workload[{i}]"
+        if not isinstance(table, dict):
+            raise ValueError(f"{where}: a workload is a table with kind = ..., got {table!r}")
         table = dict(table)
         kind = table.pop("kind", None)
         if kind not in _workloads.__all__ or kind in ("Workload", "SERVER_TIMERS"):
@@ -88,6 +94,8 @@ def load_config(path) -> ConfigFile:
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{path}: not valid TOML: {e}") from None
     sweep = data.pop("sweep", {})
+    if not isinstance(sweep, dict):
+        raise ValueError(f"{path}: sweep must be a table ([sweep]), got {sweep!r}")
     unknown = set(sweep) - _SWEEP_KEYS
     if unknown:
         raise ValueError(f"{path}: [sweep] has unknown key(s) {sorted(unknown)}; known: {sorted(_SWEEP_KEYS)}")

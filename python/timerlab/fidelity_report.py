@@ -11,7 +11,8 @@ import pandas as pd
 
 from .config import Config
 from .fidelity import _column, base_of_flags, wheel_replay
-from .replay import _CPU_IDLE_EXIT, VALIDATE_EVENTS, Script, _require, _script_of, to_config
+from .replay import VALIDATE_EVENTS, Script, _require, _script_of, to_config
+from .replay_trace import CPU_IDLE_EXIT
 
 __all__ = ["validate", "FidelityReport", "FidelityItem"]
 
@@ -160,7 +161,7 @@ def validate(trace, **overrides) -> FidelityReport:
     ev = trace.events
     idle_cpus = sorted(ev.loc[ev["event"] == "cpu_idle", "cpu"].unique().tolist())
     ci = ev[ev["event"] == "cpu_idle"]
-    entries = ci[ci["state"] != _CPU_IDLE_EXIT].groupby("cpu").size()
+    entries = ci[ci["state"] != CPU_IDLE_EXIT].groupby("cpu").size()
     ts = ev[ev["event"] == "tick_stop"]
     ts = ts[ts["success"].fillna(1) == 1] if "success" in ts else ts
     stops = ts.groupby("cpu").size()

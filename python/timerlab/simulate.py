@@ -129,7 +129,8 @@ def _timers(cfg: Config, cols: dict, function_names, core_workload: dict) -> pd.
     outcome = pd.Categorical.from_codes(cols["outcome"].astype(np.int8), categories=OUTCOMES)
     expired = cols["outcome"] == 1
     end = cols["end_ns"]
-    j0 = np.uint64(core_workload.get("initial_jiffies") or initial_jiffies(cfg.hz))  # a replay brings its own
+    j0 = core_workload.get("initial_jiffies")  # a replay brings its own
+    j0 = np.uint64(initial_jiffies(cfg.hz) if j0 is None else j0)
     tick = tick_nsec(cfg.hz)
     requested_ns = (cols["expires_jiffies"] - j0).astype(np.int64) * tick
     bucket_ns = (cols["bucket_expiry_jiffies"] - j0).astype(np.int64) * tick

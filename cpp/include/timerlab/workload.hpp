@@ -95,7 +95,7 @@ struct LoopSpec {
 // (timerlab.replay builds it from a trace).
 //
 //   op            on `cpu` at t_ns
-//   arm           mod_timer of timer `key` to `expires` jiffies with `flags`
+//   arm           mod_timer of timer `key` to `expires_jiffies` with `flags`
 //                 and callback `function`, from `cpu` (placement, wakeups and
 //                 the deferrable policy apply); `target_cpu` != cpu: the trace
 //                 put it on another CPU's base (add_timer_on)
@@ -128,7 +128,7 @@ struct ScriptItem {
   std::uint32_t cpu = 0;
   ScriptOp op = ScriptOp::arm;
   std::uint32_t key = 0;          // arm, cancel
-  std::uint64_t expires = 0;      // arm: jiffies
+  std::uint64_t expires_jiffies = 0;  // arm
   std::uint32_t flags = 0;        // arm: TIMER_PINNED | TIMER_DEFERRABLE | TIMER_IRQSAFE; tick_policy: 0/1/2
   std::uint16_t function = 0;     // arm
   std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace

@@ -1,0 +1,223 @@
+"""What a replay reads off a trace beyond its timer operations (used by
+replay.py): the trace clock's offset from CLOCK_MONOTONIC, HZ, NUMA nodes,
+the kernel release, task/idle intervals, device interrupts, the jiffies
+model that fits the recorded jiffies, and the kernel's tick decisions."""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from .fidelity import _column
+
+# Script operation codes (the core's ScriptOp, cpp/include/timerlab/workload.hpp).
+OP_ARM, OP_CANCEL, OP_BUSY, OP_IDLE, OP_IRQ, OP_TICK, OP_DELAY = 0, 1, 2, 3, 4, 5, 6
+CPU_IDLE_EXIT = 4294967295
+TICK_FUNCTIONS = ("tick_nohz_handler", "tick_sched_timer", "tick_nohz_highres_handler")
+
+
+def _clock_offset(ev) -> int:
+    """Trace clock - CLOCK_MONOTONIC: the smallest gap between an hrtimer
+    expiry's timestamp and its monotonic now= (the entry is logged after now
+    was read; timestamps may be truncated to µs, hence the -1 µs slack)."""
+    h = ev[ev["event"] == "hrtimer_expire_entry"]
+    d = h["ts_ns"].to_numpy(np.int64) - h["now_ns"].to_numpy(dtype=np.int64, na_value=0)
+    d = d[h["now_ns"].notna().to_numpy()]
+    if not len(d):
+        return 0
+    resolution = 1000 if (h["ts_ns"].to_numpy() % 1000 == 0).all() else 1
+    return int(d.min()) - (resolution - 1)
+
+
+def _infer_hz(ev, clock_offset) -> int | None:
+    """HZ from how fast jiffies (timer_start's expires - timeout) advance in
+    monotonic time."""
+    s = ev[ev["event"] == "timer_start"]
+    if len(s) < 2:
+        return None
+    j = (s["expires_jiffies"].to_numpy(np.uint64) - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
+    t = s["ts_ns"].to_numpy(np.int64)
+    dj = float(np.int64(j[-1] - j[0]))
+    if dj < 10:
+        return None
+    per_s = dj / ((t[-1] - t[0]) / 1e9)
+    return min((100, 250, 300, 1000), key=lambda hz: abs(hz - per_s))
+
+
+def _node_of_cpu(ev, nr_cpus):
+    """CPU -> NUMA node from the hierarchy's set-up events, if the trace has them."""
+    c = ev[ev["event"] == "tmigr_connect_cpu_parent"]
+    if not len(c) or "numa" not in c:
+        return None
+    m = dict(zip(c["cpu_id"].to_numpy(dtype=np.int64, na_value=-1).tolist(),
+                 c["numa"].to_numpy(dtype=np.int64, na_value=-1).tolist()))
+    if sorted(m) != list(range(nr_cpus)) or min(m.values()) < 0:
+        return None
+    nodes = sorted(set(m.values()))
+    return [nodes.index(m[cpu]) for cpu in range(nr_cpus)]
+
+
+def _kernel_of(path) -> str:
+    m = re.search(r"(?<![\d.])(\d+\.\d+)(?:\.\d+)?(?![\d.])", os.path.basename(str(path)))
+    return m.group(1) if m else "latest"
+
+
+def _device_interrupts(ev, cpus_with_idle):
+    """External interrupts: (t_ts, cpu, duration_ns, line) for idle periods
+    ended by something the simulation does not model (see the module doc)."""
+    out = []
+    sub = ev[ev["cpu"].isin(cpus_with_idle)]
+    event = _column(sub, "event")
+    cpu = _column(sub, "cpu")
+    ts = _column(sub, "ts_ns")
+    line = _column(sub, "line")
+    state = _column(sub, "state")
+    function = _column(sub, "function", "")
+    prev_pid = _column(sub, "prev_pid")
+    next_pid = _column(sub, "next_pid")
+    # Per CPU: "idle" (entered, nothing seen yet), "woken" (first event seen;
+    # a pending external candidate waits to see whether a task runs next).
+    phase, pending = {}, {}
+
+    def settle(c, t_end, task_runs):
+        p = pending.pop(c, None)
+        if p is None:
+            return
+        kind, t0, ln = p
+        if kind == "task" and task_runs:
+            return
+        out.append((t0, c, max(0, t_end - t0), ln))
+
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "cpu_idle":
+            if state[i] != CPU_IDLE_EXIT:
+                settle(c, ts[i], False)
+                phase[c] = "idle"
+            elif phase.get(c) == "idle":  # exit with no event during the sleep
+                pending[c] = ("irq", ts[i], line[i])
+                phase[c] = "woken"
+            continue
+        if e == "sched_switch" and prev_pid[i] == 0 and next_pid[i] != 0:
+            settle(c, ts[i], True)
+            phase[c] = None
+            continue
+        if phase.get(c) != "idle":
+            continue
+        phase[c] = "woken"
+        if e == "hrtimer_expire_entry" and str(function[i]) in TICK_FUNCTIONS:
+            continue  # the tick: simulated
+        pending[c] = ("task" if e == "sched_wakeup" else "irq", ts[i], line[i])
+    for c in list(pending):
+        settle(c, int(ts[-1]) if ts else 0, False)
+    return out
+
+
+def _task_intervals(ev, nr_cpus, idle_cpus):
+    """busy_start / idle_start rows from sched_switch to and from pid 0, the
+    CPUs' initial states, and the CPUs whose switches away from the idle task
+    are missing (CPU 1 of the 2-CPU VM): there, the first event logged by
+    another task while the CPU is thought idle starts the busy period."""
+    rows, state, first, missing = [], {}, {}, set()
+    event, cpu, ts, line = _column(ev, "event"), _column(ev, "cpu"), _column(ev, "ts_ns"), _column(ev, "line")
+    pid, prev_pid, next_pid = _column(ev, "pid"), _column(ev, "prev_pid"), _column(ev, "next_pid")
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if c not in first:
+            first[c] = pid[i]
+        if e == "sched_switch" and prev_pid[i] is not None and next_pid[i] is not None:
+            if prev_pid[i] == 0 and next_pid[i] != 0:
+                if state.get(c) != "busy":
+                    rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+                state[c] = "busy"
+            elif next_pid[i] == 0 and prev_pid[i] != 0:
+                if state.get(c) != "idle":
+                    rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                state[c] = "idle"
+        elif state.get(c) == "idle" and pid[i] not in (None, 0):
+            rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+            state[c] = "busy"
+            missing.add(c)
+    initial = []
+    for c in range(nr_cpus):
+        p = first.get(c)
+        initial.append(int(c not in idle_cpus) if p is None else int(p != 0))
+    return rows, initial, sorted(missing)
+
+
+def _jiffies_fit(ev, offset, j0, tick_ns):
+    """How often each jiffies model gives the value the kernel recorded (at
+    timer_start: expires - timeout; at timer_expire_entry: now): ``grid``
+    (jiffies = monotonic // TICK_NSEC + j0) and ``kernel`` (the update duty:
+    jiffies catch up when the duty CPU's tick runs — the first ticking CPU
+    takes the duty when nobody holds it, a CPU stopping its tick drops it —
+    and when a CPU whose tick is stopped leaves idle)."""
+    sel = ev[ev["event"].isin(("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start", "timer_expire_entry",
+                               "sched_switch"))]
+    event, cpu, ts = _column(sel, "event"), _column(sel, "cpu"), _column(sel, "ts_ns")
+    function, now_ns, state = _column(sel, "function", ""), _column(sel, "now_ns"), _column(sel, "state")
+    expires, timeout = _column(sel, "expires_jiffies"), _column(sel, "timeout_jiffies")
+    now_j = _column(sel, "now_jiffies")
+    prev_pid = _column(sel, "prev_pid")
+    holder, jif, stopped = None, None, set()
+    ok_grid = ok_kernel = total = 0
+    for i, e in enumerate(event):
+        c = cpu[i]
+        grid = (ts[i] - offset) // tick_ns + j0
+        jif = grid if jif is None else jif
+        if e == "hrtimer_expire_entry":
+            if str(function[i]) in TICK_FUNCTIONS and now_ns[i] is not None:
+                holder = c if holder is None else holder
+                if holder == c:
+                    jif = max(jif, now_ns[i] // tick_ns + j0)
+        elif e == "tick_stop":
+            stopped.add(c)
+            holder = None if holder == c else holder
+        elif e == "sched_switch":
+            if prev_pid[i] == 0:
+                stopped.discard(c)
+        elif e == "cpu_idle":
+            if state[i] == CPU_IDLE_EXIT and c in stopped:
+                jif = max(jif, grid)
+        elif e == "timer_start" or e == "timer_expire_entry":
+            if e == "timer_start":
+                if expires[i] is None or timeout[i] is None:
+                    continue
+                obs = (expires[i] - timeout[i]) % (1 << 64)
+            elif now_j[i] is None:
+                continue
+            else:
+                obs = now_j[i]
+            total += 1
+            ok_grid += obs == grid
+            ok_kernel += obs == jif
+            jif = max(jif, obs)
+    return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
+
+
+def _tick_policies(ev, cpus_with_idle):
+    """(t_ts, cpu, policy, line): the trace's tick decision at each idle entry
+    (2: the tick is stopped in that idle period, 1: kept), set just after the
+    previous entry so that it is in force when the simulation reaches the
+    same entry (its idle entries precede the trace's by the few µs the
+    kernel spends between the switch to the idle task and cpu_idle)."""
+    out = []
+    sub = ev[ev["cpu"].isin(cpus_with_idle) & ev["event"].isin(("cpu_idle", "tick_stop", "sched_switch"))]
+    event, cpu, ts, line = _column(sub, "event"), _column(sub, "cpu"), _column(sub, "ts_ns"), _column(sub, "line")
+    state, prev_pid = _column(sub, "state"), _column(sub, "prev_pid")
+    stopped, last_entry = {}, {}
+    # The tick stops just before the cpu_idle of its entry and stays stopped
+    # until the CPU leaves the idle loop.
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "tick_stop":
+            stopped[c] = True
+        elif e == "sched_switch" and prev_pid[i] == 0:
+            stopped[c] = False  # tick_nohz_idle_exit restarts the tick
+        elif e == "cpu_idle" and state[i] != CPU_IDLE_EXIT:
+            prev = last_entry.get(c)
+            t_set = prev[0] + 1 if prev is not None else ts[i] - 1000
+            out.append((t_set, c, 2 if stopped.get(c, False) else 1, prev[1] if prev is not None else line[i]))
+            last_entry[c] = (ts[i], line[i])
+    return out
