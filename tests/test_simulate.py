@@ -224,6 +224,17 @@ def test_bad_workload_parameters_name_the_option():
         tl.simulate({"cpus": 4})
 
 
+def test_config_pickles_to_an_equal_config():
+    import pickle
+
+    cfg = tl.Config(cpus=6, nodes=2, deferrable="global", governor="teo", workload=tl.workloads.server(),
+                    overhead={"enqueue_ns": 70.0})
+    back = pickle.loads(pickle.dumps(cfg))
+    assert back == cfg and repr(back) == repr(cfg)
+    assert tl.simulate(back.replace(duration_ns=20_000_000)).per_cpu.equals(
+        tl.simulate(cfg.replace(duration_ns=20_000_000)).per_cpu)
+
+
 def test_config_repr_and_replace():
     cfg = tl.Config(cpus=16, nodes=2, layout="interleaved")
     assert "interleaved" in repr(cfg) and "placement='pull'" in repr(cfg)

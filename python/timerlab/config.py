@@ -118,6 +118,10 @@ class Config:
     def __setattr__(self, name, value):
         raise AttributeError("Config is immutable; use cfg.replace(...)")
 
+    def __reduce__(self):
+        # Rebuilt (and validated again) from its options, e.g. in a worker process.
+        return _rebuild, (self._args,)
+
     def replace(self, **changes) -> "Config":
         """A new Config with some options changed (validated again)."""
         args = dict(self._args)
@@ -172,6 +176,10 @@ class Config:
             if getattr(self, k) != _DEFAULTS[k]:
                 shown.append(f"{k}={getattr(self, k)!r}")
         return "Config(\n    " + ",\n    ".join(shown) + ",\n)"
+
+
+def _rebuild(args: dict) -> Config:
+    return Config(**args)
 
 
 def _topology(args) -> Topology:
