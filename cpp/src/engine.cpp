@@ -272,8 +272,8 @@ void Engine::run_timer_softirq(unsigned cpu) {
   run_base(tc.base(BASE_LOCAL));
   if (cfg_.pull_model) run_base(tc.base(BASE_GLOBAL));
   run_base(tc.base(BASE_DEF));
-  if (cfg_.pull_model) run_base(tc.base(BASE_GDEF));
   if (cfg_.pull_model) {
+    run_base(tc.base(BASE_GDEF));  // empty unless global_nowake
     set_context(cpu);
     const unsigned handled = tmigr_->tmigr_handle_remote(cpu, basem_of(jiffies()), *this);
     res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.remote_cpu_ns * handled;

@@ -3,6 +3,16 @@
 
 namespace timerlab {
 
+namespace {
+
+// A bucket expiry in jiffies as CLOCK_MONOTONIC on the tick grid (one
+// already due counts as now).
+std::uint64_t jiffies_to_ns(jiffies_t at, jiffies_t basej, std::uint64_t basem, std::uint64_t tick_nsec) {
+  return basem + (time_before(at, basej) ? 0 : at - basej) * tick_nsec;
+}
+
+}  // namespace
+
 TimerCpu::TimerCpu(TimerPool& pool, unsigned hz, jiffies_t jiffies, unsigned cpu, HardGlobalEvents* hard)
     : bases_{TimerBase(pool, hz, jiffies, cpu), TimerBase(pool, hz, jiffies, cpu), TimerBase(pool, hz, jiffies, cpu),
              TimerBase(pool, hz, jiffies, cpu)},
@@ -33,9 +43,8 @@ jiffies_t TimerCpu::fetch_next_timer_interrupt(jiffies_t basej, std::uint64_t ba
   TimerBase& gdef = bases_[BASE_GDEF];
   if (gdef.timers_pending()) {
     const jiffies_t next_gdef = gdef.next_timer_interrupt(basej);
-    if (time_before(next_gdef, next_local) || !local.timers_pending()) {
-      const jiffies_t at = time_before(next_gdef, basej) ? basej : next_gdef;
-      tevt.global = std::min(tevt.global, basem + (at - basej) * tick_nsec);
+    if (time_before(next_gdef, next_local)) {
+      tevt.global = std::min(tevt.global, jiffies_to_ns(next_gdef, basej, basem, tick_nsec));
     }
   }
   return nextevt;
@@ -44,8 +53,7 @@ jiffies_t TimerCpu::fetch_next_timer_interrupt(jiffies_t basej, std::uint64_t ba
 std::uint64_t TimerCpu::next_hard_global(jiffies_t basej, std::uint64_t basem, std::uint64_t tick_nsec) {
   TimerBase& global = bases_[BASE_GLOBAL];
   if (!global.timers_pending()) return KTIME_MAX;
-  const jiffies_t next = global.next_timer_interrupt(basej);
-  return basem + (time_before(next, basej) ? 0 : next - basej) * tick_nsec;
+  return jiffies_to_ns(global.next_timer_interrupt(basej), basej, basem, tick_nsec);
 }
 
 std::uint64_t TimerCpu::get_next_timer_interrupt(jiffies_t basej, std::uint64_t basem, std::uint64_t tick_nsec,

@@ -45,13 +45,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return df.groupby("policy", sort=False)[["wakeups_per_s", "devfreq_runs_per_s", "energy_uj"]].mean()
 
 
-def main(quick: bool) -> dict:
-    df = run(quick)
-    print("seed: 'global' deferrable wakes the last idle CPU every 20 ms; 'legacy' and 'global_nowake' do not")
-    with pd.option_context("display.float_format", "{:.4g}".format):
-        print(table(df))
-    return {"deferrable_devfreq": df}
-
-
 if __name__ == "__main__":
-    raise SystemExit(run_main(__doc__, __file__, main))
+    raise SystemExit(run_main(__doc__, __file__, "deferrable_devfreq", run, table,
+                             headline="seed: 'global' deferrable wakes the last idle CPU every 20 ms; 'legacy' and "
+                                      "'global_nowake' do not"))

@@ -54,12 +54,5 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_index(level="idle_states", sort_remaining=False)
 
 
-def main(quick: bool) -> dict:
-    df = run(quick)
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
-        print(table(df))
-    return {"governor_misses": df}
-
-
 if __name__ == "__main__":
-    raise SystemExit(run_main(__doc__, __file__, main))
+    raise SystemExit(run_main(__doc__, __file__, "governor_misses", run, table))

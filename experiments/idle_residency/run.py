@@ -45,13 +45,6 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
                                               "energy_uj"]].mean().unstack("placement")
 
 
-def main(quick: bool) -> dict:
-    df = run(quick)
-    print("seed: pull does not downgrade deep-idle residency of an idle system")
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
-        print(table(df))
-    return {"idle_residency": df}
-
-
 if __name__ == "__main__":
-    raise SystemExit(run_main(__doc__, __file__, main))
+    raise SystemExit(run_main(__doc__, __file__, "idle_residency", run, table,
+                             headline="seed: pull does not downgrade deep-idle residency of an idle system"))

@@ -29,7 +29,7 @@ def plot(out: Path, lazy_wakeup) -> list[Path]:
                                       ("sim_without_lazy", "timerlab: always"),
                                       ("sim_with_lazy", "timerlab: lazy")]):
         ax.bar(x + (i - 1.5) * 0.2, t[col], 0.2, label=label, hatch="//" if col.startswith("seed") else None)
-    ax.set_xticks(x, [f"CPU {c}" for c in t["cpu"]])
+    ax.set_xticks(x, [f"CPU {c}" for c in t.index])
     ax.set(ylabel="idle entries", title="Remote enqueues to CPUs 8-11 (lazy NOHZ wakeup)")
     ax.legend(fontsize="small")
     return save_figure(fig, out, "lazy_wakeup")

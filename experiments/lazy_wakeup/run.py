@@ -44,15 +44,9 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     """Idle entries per target CPU (mean over seeds) beside the seed's."""
     t = df.pivot_table(index="cpu", columns="remote_wakeup", values="idle_entries", aggfunc="mean")
     t = t.rename(columns={"always": "sim_without_lazy", "lazy": "sim_with_lazy"})
-    return SEED_TABLE.merge(t.reset_index(), on="cpu")
-
-
-def main(quick: bool) -> dict:
-    df = run(quick)
-    print("idle entries of the target CPUs in", "1 s (--quick)" if quick else "10 s")
-    print(table(df).to_string(index=False, float_format="{:.0f}".format))
-    return {"lazy_wakeup": df}
+    return SEED_TABLE.merge(t.reset_index(), on="cpu").set_index("cpu")
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_main(__doc__, __file__, main))
+    raise SystemExit(run_main(__doc__, __file__, "lazy_wakeup", run, table,
+                             headline="idle entries of the target CPUs (seed: 10 s; --quick: 1 s)"))

@@ -51,13 +51,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return t.T[["push", "pull"]]
 
 
-def main(quick: bool) -> dict:
-    df = run(quick)
-    print("seed: under pull, a sleeper's process_timeout is expired remotely and its CPU is woken by IPI")
-    with pd.option_context("display.float_format", "{:.3g}".format):
-        print(table(df))
-    return {"ping_pong": df}
-
-
 if __name__ == "__main__":
-    raise SystemExit(run_main(__doc__, __file__, main))
+    raise SystemExit(run_main(__doc__, __file__, "ping_pong", run, table,
+                             headline="seed: under pull, a sleeper's process_timeout is expired remotely and its CPU "
+                                      "is woken by IPI"))

@@ -39,13 +39,5 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return df.groupby(["nodes", "cpus", "placement"])[cols].mean().unstack("placement")
 
 
-def main(quick: bool) -> dict:
-    df = run(quick)
-    with pd.option_context("display.width", 200, "display.max_rows", 100, "display.max_columns", 20,
-                           "display.float_format", "{:.4g}".format):
-        print(table(df))
-    return {"scaling": df}
-
-
 if __name__ == "__main__":
-    raise SystemExit(run_main(__doc__, __file__, main))
+    raise SystemExit(run_main(__doc__, __file__, "scaling", run, table))

@@ -44,4 +44,4 @@ def run(quick: bool) -> pd.DataFrame:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_main(__doc__, __file__, lambda quick: {"wheel_slack": run(quick)}))
+    raise SystemExit(run_main(__doc__, __file__, "wheel_slack", run))

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
+from .experiment import print_table
 
 # Headline figures of a run, as the tables show them.
 HEADLINE = ["wakeups_per_cpu_per_s", "ipis", "timers_expired_remote", "deepest_state_residency_fraction",
             "avg_power_mw", "lateness_ns_p99", "timer_overhead_ns"]
-
-
-def _print_table(df: pd.DataFrame) -> None:
-    with pd.option_context("display.width", 160, "display.max_columns", 30, "display.float_format", "{:.4g}".format):
-        print(df.to_string())
 
 
 def _figures(res, out: Path, stem: str) -> None:
@@ -48,7 +43,7 @@ def demo(args) -> int:
           f"{targets}, {args.seconds:g} s x {args.seeds} seeds per row\n")
     grid = {"placement": ["push", "pull"], "remote_wakeup": ["always", "lazy"]}
     df = tl.sweep(base, grid, seeds=range(1, args.seeds + 1), backend="serial")
-    _print_table(df.groupby(list(grid), sort=False)[HEADLINE].mean())
+    print_table(df.groupby(list(grid), sort=False)[HEADLINE].mean())
     if not args.no_plot:
         for placement in ("push", "pull"):
             _figures(tl.simulate(base.replace(placement=placement)), args.out, f"demo_{placement}")
@@ -62,7 +57,7 @@ def run(args) -> int:
     cfg = load_config(args.config).config
     res = tl.simulate(cfg)
     print(repr(res))
-    _print_table(res.summary.to_frame("value"))
+    print_table(res.summary.to_frame("value"))
     args.out.mkdir(parents=True, exist_ok=True)
     for name in ("per_cpu", "timers", "residency", "idle_periods"):
         table = getattr(res, name)
@@ -94,7 +89,7 @@ def sweep(args) -> int:
     df.to_csv(out, index=False) if out.suffix == ".csv" else df.to_parquet(out)
     # Per-CPU rows (per_cpu = true) have no summary figures: show their own means.
     shown = HEADLINE if "cpu" not in df else ["wakeups", "ipis_received", "timers_expired_remote", "avg_power_mw"]
-    _print_table(df.groupby(list(grid) or ["seed"], sort=False)[shown].mean())
+    print_table(df.groupby(list(grid) or ["seed"], sort=False)[shown].mean())
     print(f"wrote {len(df)} rows to {out}")
     return 0
 
@@ -122,7 +117,7 @@ def replay(args) -> int:
                          "(deferrable policies need the pull model); replay them separately")
     df = tl.sweep(base, grid or {"placement": [base.placement]}, backend="serial", progress=False)
     print(f"timerlab replay: {args.trace} as {base.topology!r}, kernel {base.kernel}")
-    _print_table(df.set_index(list(grid or {"placement": 0}))[HEADLINE])
+    print_table(df.set_index(list(grid or {"placement": 0}))[HEADLINE])
     return 0
 
 

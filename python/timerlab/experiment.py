@@ -10,7 +10,7 @@ from typing import Callable
 
 import pandas as pd
 
-__all__ = ["save_table", "load_table", "save_figure", "run_main", "plot_main"]
+__all__ = ["save_table", "load_table", "save_figure", "print_table", "run_main", "plot_main"]
 
 
 def save_table(df: pd.DataFrame, out: Path, name: str) -> Path:
@@ -40,15 +40,29 @@ def save_figure(fig, out: Path, stem: str) -> list[Path]:
     return paths
 
 
-def run_main(doc: str, script: str, run: Callable[[bool], dict], argv=None) -> int:
-    """``run(quick)`` returns {table name: DataFrame}; each is saved in --out."""
+def print_table(df: pd.DataFrame) -> None:
+    """A results table in full, numbers to 4 significant digits."""
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_rows", 200,
+                           "display.float_format", "{:.4g}".format):
+        print(df.to_string())
+
+
+def run_main(doc: str, script: str, name: str, run: Callable[[bool], pd.DataFrame],
+             table: Callable[[pd.DataFrame], pd.DataFrame] | None = None, headline: str = "", argv=None) -> int:
+    """``run(quick)`` makes the results, saved in --out as ``name``; ``table``
+    (if given) summarises them for the terminal, after ``headline`` (the
+    seed's claim the table is set beside)."""
     here = Path(script).resolve().parent
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a small version that runs in seconds")
     ap.add_argument("--out", type=Path, default=here / "results")
     args = ap.parse_args(argv)
-    for name, df in run(args.quick).items():
-        print(f"wrote {save_table(df, args.out, name)}")
+    df = run(args.quick)
+    if headline:
+        print(headline)
+    if table is not None:
+        print_table(table(df))
+    print(f"wrote {save_table(df, args.out, name)}")
     return 0
 
 
