@@ -69,6 +69,7 @@ ScriptSpec script_of(const py::dict& d) {
   ScriptSpec s;
   s.nr_keys = get<std::uint32_t>(d, "nr_keys");
   s.initial_busy = get<std::vector<std::uint8_t>>(d, "initial_busy");
+  if (d.contains("initial_tick")) s.initial_tick = get<std::vector<std::uint8_t>>(d, "initial_tick");
   s.items.resize(n);
   const auto tv = t.unchecked<1>();
   const auto cv = cpu.unchecked<1>();
@@ -81,7 +82,7 @@ ScriptSpec script_of(const py::dict& d) {
   const auto dv = duration.unchecked<1>();
   for (std::size_t i = 0; i < n; ++i) {
     const auto k = static_cast<py::ssize_t>(i);
-    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::tick_delay)) {
+    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::jiffies_duty)) {
       throw std::invalid_argument("script item " + std::to_string(i) + ": unknown operation " + std::to_string(ov(k)));
     }
     s.items[i] = {tv(k), cv(k), static_cast<ScriptOp>(ov(k)), kv(k), ev(k), fv(k), fnv(k), tgv(k), dv(k)};
@@ -216,6 +217,7 @@ SimConfig config_of(const py::dict& d) {
     c.initial_jiffies = wd["initial_jiffies"].cast<jiffies_t>();
   }
   if (wd.contains("jiffies_duty")) c.jiffies_duty = wd["jiffies_duty"].cast<bool>();
+  if (wd.contains("jiffies_duty_cpu")) c.jiffies_duty_cpu = wd["jiffies_duty_cpu"].cast<int>();
   return c;
 }
 

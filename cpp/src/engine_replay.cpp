@@ -24,10 +24,13 @@
 //   tick_policy     applies from the next pass of the idle loop
 //   tick_delay      from the next tick on, this CPU's periodic tick comes
 //                   duration_ns after the tick grid (a traced tick's lateness)
+//   jiffies_duty    target_cpu takes the jiffies-update duty (flags 1:
+//                   nobody holds it), as the trace's jiffies show; taking
+//                   it happens at a tick, which brings jiffies up to date
 //
 // Only arm/cancel/busy_start/external_irq are interrupts in the trace: on a
 // CPU whose tick is stopped they bring jiffies up to date (with the jiffies
-// duty); the two tick items are bookkeeping placed between trace events.
+// duty); the tick and duty items are bookkeeping placed between trace events.
 //
 // Simplifications vs. the kernel
 //   * Scripted operations take no time; a timer's callback does nothing
@@ -46,9 +49,17 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
     throw std::invalid_argument("script item " + std::to_string(i) + ": " + m);
   };
   if (nr_keys > (1u << 24)) throw std::invalid_argument("script: nr_keys must be at most 2^24");
-  if (!initial_busy.empty() && initial_busy.size() != nr_cpus) {
-    throw std::invalid_argument("script: initial_busy has " + std::to_string(initial_busy.size()) +
-                                " entries for " + std::to_string(nr_cpus) + " CPUs");
+  for (const auto& [name, v] : {std::pair{"initial_busy", &initial_busy}, std::pair{"initial_tick", &initial_tick}}) {
+    if (!v->empty() && v->size() != nr_cpus) {
+      throw std::invalid_argument(std::string("script: ") + name + " has " + std::to_string(v->size()) +
+                                  " entries for " + std::to_string(nr_cpus) + " CPUs");
+    }
+  }
+  for (std::size_t c = 0; c < initial_tick.size(); ++c) {
+    if (initial_tick[c] > 2) {
+      throw std::invalid_argument("script: initial_tick of CPU " + std::to_string(c) +
+                                  " must be 0 (governor), 1 (keep) or 2 (stop)");
+    }
   }
   for (std::size_t i = 0; i < items.size(); ++i) {
     const ScriptItem& it = items[i];
@@ -76,6 +87,10 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
       case ScriptOp::tick_policy:
         if (it.flags > 2) bad(i, "tick_policy must be 0 (governor), 1 (keep) or 2 (stop)");
         break;
+      case ScriptOp::jiffies_duty:
+        if (it.flags > 1) bad(i, "jiffies_duty flags must be 0 (target_cpu holds it) or 1 (nobody)");
+        if (it.flags == 0 && it.target_cpu >= nr_cpus) bad(i, "jiffies_duty: CPU " + std::to_string(it.target_cpu) + " does not exist");
+        break;
       case ScriptOp::busy_start:
       case ScriptOp::idle_start:
         break;
@@ -102,6 +117,7 @@ void Engine::start_script() {
     script_timers_[k] = t;
   }
   for (unsigned c = 0; c < s.initial_busy.size(); ++c) cpus_[c].script_busy = s.initial_busy[c] != 0;
+  for (unsigned c = 0; c < s.initial_tick.size(); ++c) cpus_[c].script_tick = s.initial_tick[c];
   for (std::size_t i = 0; i < s.items.size(); ++i) {
     const ScriptItem& it = s.items[i];
     // Items before the start run at the start, in order.
@@ -117,7 +133,8 @@ bool Engine::script_runs_in_idle(unsigned cpu) {
   const WorkItem item = cs.work.top();
   cs.work.pop();
   // The trace shows the CPU in an interrupt here: tick_nohz_irq_enter.
-  if (cfg_.jiffies_duty && cs.tick_stopped && op != ScriptOp::tick_delay && op != ScriptOp::tick_policy) update_jiffies();
+  const bool bookkeeping = op == ScriptOp::tick_delay || op == ScriptOp::tick_policy || op == ScriptOp::jiffies_duty;
+  if (cfg_.jiffies_duty && cs.tick_stopped && !bookkeeping) update_jiffies();
   script_op(cpu, static_cast<std::size_t>(item.id));
   return true;
 }
@@ -173,12 +190,22 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       if (cs.act == Activity::run && cs.running < 0 && !cs.always_busy) run_next_task(cpu);
       break;
     case ScriptOp::tick_delay:
-      // Late by less than a tick: the pending periodic tick is the next grid point's.
+      // Late by less than a tick. The item delays the tick of the grid point
+      // after its own time — which, for an item from before the start, may
+      // still be ahead although the grid point is behind.
       cs.tick_delay_ns = std::min<std::int64_t>(it.duration_ns, static_cast<std::int64_t>(tick_nsec_) - 1);
-      if (!cs.tick_stopped) cs.next_tick = next_tick_after(now_) + cs.tick_delay_ns;
+      if (!cs.tick_stopped) {
+        const std::int64_t own = next_tick_after(it.t_ns) + cs.tick_delay_ns;
+        cs.next_tick = own >= now_ ? own : next_tick_after(now_) + cs.tick_delay_ns;
+      }
       break;
     case ScriptOp::tick_policy:
       cs.script_tick = static_cast<std::uint8_t>(it.flags);
+      break;
+    case ScriptOp::jiffies_duty:
+      if (!cfg_.jiffies_duty) break;  // jiffies on the grid: no duty
+      do_timer_cpu_ = it.flags ? -1 : static_cast<int>(it.target_cpu);
+      if (do_timer_cpu_ >= 0) update_jiffies();
       break;
     case ScriptOp::external_irq:
       interrupt(cpu);

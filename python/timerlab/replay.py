@@ -65,14 +65,14 @@ import pandas as pd
 from .config import Config
 from .fidelity import _column, _expiry_detaches, _tick_jiffies_offset
 from .wheel import parse_timer_flags
-from .replay_trace import (OP_ARM, OP_CANCEL, OP_DELAY, OP_IRQ, OP_TICK, TICK_FUNCTIONS, _clock_offset,
-                           _device_interrupts, _infer_hz, _jiffies_fit, _kernel_of, _node_of_cpu, _task_intervals,
-                           _tick_policies)
+from .replay_trace import (OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_TICK, TICK_FUNCTIONS, _clock_offset,
+                           _device_interrupts, _infer_hz, _initial_duty, _initial_ticks, _jiffies_fit, _kernel_of, _node_of_cpu,
+                           _task_intervals, _tick_policies)
 from .workloads import Component, CpuSelection, Workload
 
 __all__ = ["Script", "to_workload", "to_config", "REQUIRED_EVENTS"]
 
-_OP_NAMES = ["arm", "cancel", "busy_start", "idle_start", "external_irq", "tick_policy", "tick_delay"]
+_OP_NAMES = ["arm", "cancel", "busy_start", "idle_start", "external_irq", "tick_policy", "tick_delay", "jiffies_duty"]
 JIFFIES_MODES = ("auto", "kernel", "grid")
 TICK_MODES = ("simulated", "kept", "trace")
 # Events of the boot-time hierarchy set-up, logged long before the recording.
@@ -108,6 +108,7 @@ class Script:
     function_names: tuple
     pointers: np.ndarray         # key -> the trace's timer pointer
     initial_busy: tuple          # per CPU: running a task at the start
+    initial_tick: tuple          # per CPU: tick policy of an idle period begun before the trace (0: none)
     nr_cpus: int
     hz: int
     initial_jiffies: int         # jiffies at monotonic 0
@@ -117,9 +118,11 @@ class Script:
     source: str = ""
     notes: tuple = field(default=())
     jiffies_duty: bool = False
+    jiffies_duty_cpu: int = -1   # with jiffies_duty: the CPU holding the duty at the start
 
     def __eq__(self, other):
-        scalars = ("source", "start_ns", "end_ns", "hz", "initial_jiffies", "jiffies_duty", "initial_busy",
+        scalars = ("source", "start_ns", "end_ns", "hz", "initial_jiffies", "jiffies_duty", "jiffies_duty_cpu",
+                   "initial_busy", "initial_tick",
                    "nr_cpus", "clock_offset_ns", "function_names")
         return (isinstance(other, Script) and all(getattr(self, k) == getattr(other, k) for k in scalars)
                 and self.items.equals(other.items) and np.array_equal(self.pointers, other.pointers))
@@ -134,19 +137,21 @@ class Script:
                 f"{parts})")
 
     def to_core(self, fn, topology) -> tuple:
-        """(columns, initial_jiffies) for the core; ``fn`` maps a callback name to its code."""
+        """(columns, initial_jiffies, jiffies_duty, jiffies_duty_cpu) for the core; ``fn`` maps a callback
+        name to its code."""
         if self.nr_cpus > topology.cpus:
             raise ValueError(f"script: the trace has {self.nr_cpus} CPUs, the config {topology.cpus}")
         codes = np.array([fn(n) for n in self.function_names] or [0], dtype=np.uint16)
         it = self.items
-        busy = list(self.initial_busy) + [0] * (topology.cpus - self.nr_cpus)
+        pad = [0] * (topology.cpus - self.nr_cpus)
         cols = _Columns(
             t_ns=it["t_ns"].to_numpy(np.int64), cpu=it["cpu"].to_numpy(np.uint32), op=it["op"].to_numpy(np.uint8),
             key=it["key"].to_numpy(np.uint32), expires_jiffies=it["expires_jiffies"].to_numpy(np.uint64),
             flags=it["flags"].to_numpy(np.uint32), function=codes[it["function"].to_numpy(np.int64)],
             target_cpu=it["target_cpu"].to_numpy(np.uint32), duration_ns=it["duration_ns"].to_numpy(np.int64),
-            nr_keys=len(self.pointers), initial_busy=busy)
-        return cols, self.initial_jiffies, self.jiffies_duty
+            nr_keys=len(self.pointers), initial_busy=list(self.initial_busy) + pad,
+            initial_tick=list(self.initial_tick) + pad)
+        return cols, self.initial_jiffies, self.jiffies_duty, self.jiffies_duty_cpu
 
 
 # ---------------------------------------------------------------------------
@@ -207,7 +212,10 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
 
     t_first = int(run["ts_ns"].min())
     t_last = int(run["ts_ns"].max())
-    start_ns = t_first - offset
+    # The first events may be interrupts whose clock reading (now=) precedes
+    # their timestamp: the replay starts just before the earliest.
+    first_now = run["now_ns"].iloc[:64].min() if "now_ns" in run else pd.NA
+    start_ns = t_first - offset if pd.isna(first_now) else min(t_first - offset, int(first_now) - 1)
     if start_ns < 0:
         raise ValueError(f"replay: {trace.path}: the trace clock runs {offset} ns ahead of CLOCK_MONOTONIC "
                          "before the first event: cannot align the clocks")
@@ -252,28 +260,41 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # Device interrupts (CPUs that log cpu_idle only).
     for ts, cpu, dur, line in _device_interrupts(run, sorted(idle_cpus)):
         rows.append((ts, line, cpu, OP_IRQ, 0, 0, 0, 0, cpu, dur))
+    # The state at the start: whose tick runs, who holds the jiffies duty.
+    initial_tick = _initial_ticks(run, nr_cpus, sorted(idle_cpus), initial_busy, start_ns, tick_ns)
+    ticking = [c for c in range(nr_cpus) if initial_busy[c] or initial_tick[c] == 1]
+    duty_cpu = _initial_duty(run, offset, j0, tick_ns, ticking)
+    handovers = []  # of the jiffies duty, as the trace's jiffies show them
+    fit = _jiffies_fit(run, offset, j0, tick_ns, holder=duty_cpu, handovers=handovers)
     if jiffies == "auto":
-        fit = _jiffies_fit(run, offset, j0, tick_ns)
         jiffies = "kernel" if fit["kernel"] > fit["grid"] else "grid"
         notes.append(f"jiffies={jiffies!r}: it gives the kernel's recorded jiffies at {100 * fit[jiffies]:.1f} % of "
                      f"the timer events (the other model: {100 * min(fit.values()):.1f} %)")
     if jiffies == "kernel":
+        for ts, line, cpu, holder in handovers:
+            rows.append((ts, line, cpu, OP_DUTY, 0, 0, int(holder is None), 0, cpu if holder is None else holder, 0))
         h = run[(run["event"] == "hrtimer_expire_entry") & run["function"].astype(str).isin(TICK_FUNCTIONS)]
         now = h["now_ns"].to_numpy(dtype=np.int64, na_value=-1)
         keep = now >= 0
         grid = (now // tick_ns) * tick_ns
         for g, d, cpu, line in zip(grid[keep].tolist(), (now - grid)[keep].tolist(), h["cpu"].to_numpy()[keep].tolist(),
                                    h["line"].to_numpy()[keep].tolist()):
-            if g - 1 + offset >= t_first:  # set just before the tick it delays
+            if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
                 rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
+    policies = _tick_policies(run, sorted(idle_cpus), start_ns + offset)
     if tick in ("trace", "kept"):
-        for ts, cpu, policy, line in _tick_policies(run, sorted(idle_cpus)):
+        for ts, cpu, policy, line in policies:
             # kept: only the entries where the kernel kept the tick are imposed (its reasons, such as
             # RCU callbacks pending, do not show in a trace); stopping it is left to the simulation.
             rows.append((ts, line, cpu, OP_TICK, 0, 0, policy if tick == "trace" else policy % 2, 0, cpu, 0))
         notes.append("tick decisions imposed from the trace (tick='trace'): tick stops are not a measure"
                      if tick == "trace" else "the ticks the kernel kept in idle are imposed (tick='kept'); tick "
                      "stops are simulated where the kernel stopped the tick")
+    else:
+        # The initial tick state holds for the idle period in progress at the start only.
+        for ts, cpu, _, line in policies:
+            if initial_tick[cpu] and ts == start_ns + offset:
+                rows.append((ts, line, cpu, OP_TICK, 0, 0, 0, 0, cpu, 0))
     hidden = [c for c in range(nr_cpus) if c not in idle_cpus and (sw["cpu"] == c).any()
               and ((sw["cpu"] == c) & next0).any()]
     if hidden:
@@ -287,9 +308,10 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     items["op"] = items["op"].astype(np.uint8)
     items["expires_jiffies"] = items["expires_jiffies"].astype(np.uint64)
     return Script(items=items, function_names=tuple(fnames), pointers=np.array(pointers, dtype=np.uint64),
-                  initial_busy=tuple(initial_busy), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
+                  initial_busy=tuple(initial_busy), initial_tick=tuple(initial_tick), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
-                  notes=tuple(notes), jiffies_duty=jiffies == "kernel")
+                  notes=tuple(notes), jiffies_duty=jiffies == "kernel",
+                  jiffies_duty_cpu=duty_cpu if jiffies == "kernel" else -1)
 
 
 def _script_of(workload) -> Script:

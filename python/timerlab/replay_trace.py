@@ -12,7 +12,7 @@ import numpy as np
 from .fidelity import _column
 
 # Script operation codes (the core's ScriptOp, cpp/include/timerlab/workload.hpp).
-OP_ARM, OP_CANCEL, OP_BUSY, OP_IDLE, OP_IRQ, OP_TICK, OP_DELAY = 0, 1, 2, 3, 4, 5, 6
+OP_ARM, OP_CANCEL, OP_BUSY, OP_IDLE, OP_IRQ, OP_TICK, OP_DELAY, OP_DUTY = 0, 1, 2, 3, 4, 5, 6, 7
 CPU_IDLE_EXIT = 4294967295
 TICK_FUNCTIONS = ("tick_nohz_handler", "tick_sched_timer", "tick_nohz_highres_handler")
 
@@ -146,21 +146,23 @@ def _task_intervals(ev, nr_cpus, idle_cpus):
     return rows, initial, sorted(missing)
 
 
-def _jiffies_fit(ev, offset, j0, tick_ns):
+def _jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
     """How often each jiffies model gives the value the kernel recorded (at
     timer_start: expires - timeout; at timer_expire_entry: now): ``grid``
     (jiffies = monotonic // TICK_NSEC + j0) and ``kernel`` (the update duty:
     jiffies catch up when the duty CPU's tick runs — the first ticking CPU
     takes the duty when nobody holds it, a CPU stopping its tick drops it —
-    and when a CPU whose tick is stopped leaves idle)."""
+    and when a CPU whose tick is stopped leaves idle). ``holder``: the CPU
+    holding the duty when the trace begins (None: nobody); ``handovers``, a
+    list, receives (ts, line, cpu, new holder or None) at each change."""
     sel = ev[ev["event"].isin(("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start", "timer_expire_entry",
                                "sched_switch"))]
     event, cpu, ts = _column(sel, "event"), _column(sel, "cpu"), _column(sel, "ts_ns")
     function, now_ns, state = _column(sel, "function", ""), _column(sel, "now_ns"), _column(sel, "state")
     expires, timeout = _column(sel, "expires_jiffies"), _column(sel, "timeout_jiffies")
     now_j = _column(sel, "now_jiffies")
-    prev_pid = _column(sel, "prev_pid")
-    holder, jif, stopped = None, None, set()
+    prev_pid, line = _column(sel, "prev_pid"), _column(sel, "line")
+    jif, stopped = None, set()
     ok_grid = ok_kernel = total = 0
     for i, e in enumerate(event):
         c = cpu[i]
@@ -168,12 +170,18 @@ def _jiffies_fit(ev, offset, j0, tick_ns):
         jif = grid if jif is None else jif
         if e == "hrtimer_expire_entry":
             if str(function[i]) in TICK_FUNCTIONS and now_ns[i] is not None:
-                holder = c if holder is None else holder
+                if holder is None:
+                    holder = c
+                    if handovers is not None:
+                        handovers.append((ts[i], line[i], c, c))
                 if holder == c:
                     jif = max(jif, now_ns[i] // tick_ns + j0)
         elif e == "tick_stop":
             stopped.add(c)
-            holder = None if holder == c else holder
+            if holder == c:
+                holder = None
+                if handovers is not None:
+                    handovers.append((ts[i], line[i], c, None))
         elif e == "sched_switch":
             if prev_pid[i] == 0:
                 stopped.discard(c)
@@ -196,12 +204,56 @@ def _jiffies_fit(ev, offset, j0, tick_ns):
     return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
 
 
-def _tick_policies(ev, cpus_with_idle):
+def _ticks(ev):
+    return ev[(ev["event"] == "hrtimer_expire_entry") & ev["function"].astype(str).isin(TICK_FUNCTIONS)]
+
+
+def _initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns):
+    """Per CPU, the tick policy of an idle period in progress when the trace
+    begins (1: the tick runs, 2: stopped, 0: not idle or not visible): the
+    tick runs if the CPU's first tick comes within two tick periods of the
+    start (one period, plus the lateness of a tick under a hypervisor) and
+    before it enters idle again; a stopped tick would wake it at its next
+    timer instead."""
+    out = [0] * nr_cpus
+    sub = ev[ev["cpu"].isin(cpus_with_idle)]
+    entries = sub[(sub["event"] == "cpu_idle") & (sub["state"] != CPU_IDLE_EXIT)].groupby("cpu")["ts_ns"].min()
+    ticks = _ticks(sub)
+    first_tick = ticks.groupby("cpu")[["ts_ns", "now_ns"]].first()
+    for c in cpus_with_idle:
+        if initial_busy[c]:
+            continue
+        runs = (c in first_tick.index and int(first_tick.loc[c, "now_ns"]) < start_mono + 2 * tick_ns
+                and int(first_tick.loc[c, "ts_ns"]) < int(entries.get(c, np.iinfo(np.int64).max)))
+        out[c] = 1 if runs else 2
+    return out
+
+
+def _initial_duty(ev, offset, j0, tick_ns, candidates, observations=300):
+    """The CPU that holds the jiffies-update duty when the trace begins (the
+    trace starts long after boot, so the duty's history is not in it): of
+    ``candidates`` (the CPUs whose tick runs at the start), the one whose
+    holding the duty best reproduces the jiffies recorded by the first
+    ``observations`` timer events; ties go to the first CPU to log a tick."""
+    obs = ev["event"].isin(("timer_start", "timer_expire_entry")).to_numpy()
+    idx = np.flatnonzero(obs)
+    prefix = ev.iloc[:idx[min(observations, len(idx)) - 1] + 1] if len(idx) else ev
+    first = [c for c in dict.fromkeys(_ticks(prefix)["cpu"].tolist()) if c in candidates]
+    order = list(dict.fromkeys(first + sorted(candidates)))
+    if not order:
+        return -1
+    fits = [_jiffies_fit(prefix, offset, j0, tick_ns, holder=c)["kernel"] for c in order]
+    return order[int(np.argmax(fits))]
+
+
+def _tick_policies(ev, cpus_with_idle, t_start):
     """(t_ts, cpu, policy, line): the trace's tick decision at each idle entry
     (2: the tick is stopped in that idle period, 1: kept), set just after the
     previous entry so that it is in force when the simulation reaches the
     same entry (its idle entries precede the trace's by the few µs the
-    kernel spends between the switch to the idle task and cpu_idle)."""
+    kernel spends between the switch to the idle task and cpu_idle); a
+    CPU's first entry's at ``t_start`` (the idle period in progress then has
+    the script's initial_tick)."""
     out = []
     sub = ev[ev["cpu"].isin(cpus_with_idle) & ev["event"].isin(("cpu_idle", "tick_stop", "sched_switch"))]
     event, cpu, ts, line = _column(sub, "event"), _column(sub, "cpu"), _column(sub, "ts_ns"), _column(sub, "line")
@@ -217,7 +269,7 @@ def _tick_policies(ev, cpus_with_idle):
             stopped[c] = False  # tick_nohz_idle_exit restarts the tick
         elif e == "cpu_idle" and state[i] != CPU_IDLE_EXIT:
             prev = last_entry.get(c)
-            t_set = prev[0] + 1 if prev is not None else ts[i] - 1000
+            t_set = prev[0] + 1 if prev is not None else t_start
             out.append((t_set, c, 2 if stopped.get(c, False) else 1, prev[1] if prev is not None else line[i]))
             last_entry[c] = (ts[i], line[i])
     return out

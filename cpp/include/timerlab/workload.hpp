@@ -120,7 +120,8 @@ struct LoopSpec {
 // that every arm enqueues, as in the trace. Timer `key` has TimerId `key`
 // (pointer key + 1 in the event log): script timers are allocated first.
 enum class ScriptOp : std::uint8_t {
-  arm = 0, cancel = 1, busy_start = 2, idle_start = 3, external_irq = 4, tick_policy = 5, tick_delay = 6
+  arm = 0, cancel = 1, busy_start = 2, idle_start = 3, external_irq = 4, tick_policy = 5, tick_delay = 6,
+  jiffies_duty = 7
 };
 
 struct ScriptItem {
@@ -129,9 +130,10 @@ struct ScriptItem {
   ScriptOp op = ScriptOp::arm;
   std::uint32_t key = 0;          // arm, cancel
   std::uint64_t expires_jiffies = 0;  // arm
-  std::uint32_t flags = 0;        // arm: TIMER_PINNED | TIMER_DEFERRABLE | TIMER_IRQSAFE; tick_policy: 0/1/2
+  std::uint32_t flags = 0;        // arm: TIMER_PINNED | TIMER_DEFERRABLE | TIMER_IRQSAFE; tick_policy: 0/1/2;
+                                  // jiffies_duty: 1 = nobody holds it
   std::uint16_t function = 0;     // arm
-  std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace
+  std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace; jiffies_duty: the new holder
   std::int64_t duration_ns = 0;   // external_irq, tick_delay
 };
 
@@ -139,8 +141,11 @@ struct ScriptSpec {
   std::vector<ScriptItem> items;      // sorted by t_ns; ties run in this order
   std::uint32_t nr_keys = 0;          // timer keys are 0 .. nr_keys-1
   std::vector<std::uint8_t> initial_busy;  // per CPU: running a task at the start (empty: none)
+  // Per CPU: the tick policy (as tick_policy) in force from the start, for
+  // an idle period that began before the trace (empty: the governor's).
+  std::vector<std::uint8_t> initial_tick;
 
-  bool empty() const { return items.empty() && nr_keys == 0 && initial_busy.empty(); }
+  bool empty() const { return items.empty() && nr_keys == 0 && initial_busy.empty() && initial_tick.empty(); }
   // Throws std::invalid_argument naming the first bad item.
   void validate(unsigned nr_cpus, std::size_t nr_functions) const;
 };
