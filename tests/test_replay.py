@@ -87,6 +87,12 @@ def test_jiffies_model_is_chosen_by_the_trace(traces):
     recorded — the update duty under qemu (late ticks), the grid on the VM."""
     qemu = replay._script_of(traces[QEMU16.name].to_workload())
     assert qemu.jiffies_duty and any("jiffies='kernel'" in n and "98.7 %" in n for n in qemu.notes)
+    # The state at the start, read off the trace: CPU 7 idles with its tick running (it ticks 0.14 ms
+    # after the start), CPU 1 with it stopped (first tick 12.6 ms later), CPU 9 runs a task; the duty
+    # holder is a CPU whose tick runs, and the trace hands the duty over a few times.
+    assert qemu.initial_tick[7] == 1 and qemu.initial_tick[1] == 2 and qemu.initial_tick[9] == 0
+    assert qemu.initial_busy[qemu.jiffies_duty_cpu] or qemu.initial_tick[qemu.jiffies_duty_cpu] == 1
+    assert (qemu.items["op"] == replay_trace.OP_DUTY).sum() >= 1
     vm = replay._script_of(traces["vm2-idle-hz250.trace.txt.xz"].to_workload())
     assert not vm.jiffies_duty and any("jiffies='grid'" in n for n in vm.notes)
     assert not replay._script_of(traces[QEMU16.name].to_workload(jiffies="grid")).jiffies_duty
@@ -107,18 +113,21 @@ def test_validate_reports_total_wheel_agreement(traces):
 
 
 def test_validate_16cpu_figures():
-    rep = tl.validate(tl.read_ftrace(QEMU16))
+    """By default the ticks the kernel kept in idle (rcu_needs_cpu and the
+    like, not in a trace) are read off the trace; every tick stop is the
+    simulation's. Measured 96.8 % expiring CPU, 94.3 % idle entries, 98.8 %
+    tick stops, 99.3 % hand-overs."""
+    rep = tl.validate(QEMU16)  # a path will do
     frame = rep.to_frame()
     assert list(frame.index) == ["wheel", "expiring_cpu", "idle_entries", "tick_stops", "tmigr"]
     assert frame.loc["expiring_cpu", "compared"] > 400
-    # Measured 54 %: the kernel kept the tick on idle CPUs far more often
-    # than the simulated governor (see the report), so those CPUs expired
-    # their own global timers where the simulation's migrator did.
-    assert rep.expiring_cpu.agreement >= 0.5
-    assert rep.tick_stops.agreement >= 0.7
-    assert rep.idle_entries.agreement >= 0.5
-    assert rep.tmigr.agreement >= 0.5  # measured 61 %
+    assert rep.expiring_cpu.agreement >= 0.95
+    assert rep.tick_stops.agreement >= 0.95
+    assert rep.idle_entries.agreement >= 0.9
+    assert rep.tmigr.agreement >= 0.95
     assert rep.tmigr.compared == 2  # one level-0 group per node
+    # The guest had no cpuidle driver (cpu_idle state 1 only): default idle, the tick always offered to stop.
+    assert rep.config.governor == "none" and rep.config.idle_states.name == "none"
     text = str(rep)
     assert "expiring_cpu" in text and "%" in text
     x = rep.expiring_cpu.disagreements
@@ -129,9 +138,9 @@ def test_validate_16cpu_figures():
 def test_validate_with_the_traces_tick_decisions(traces):
     tr = traces[QEMU16.name]
     rep = tl.validate(tr, tick="trace")
-    # Measured 81 % / 98 % / 99 %: with the kernel's tick decisions imposed,
+    # Measured 96.8 % / 98.8 % / 99.3 %: with the kernel's tick decisions imposed,
     # what is left is the timer and hierarchy model given the same idle states.
-    assert rep.expiring_cpu.agreement >= 0.75
+    assert rep.expiring_cpu.agreement >= 0.95
     assert rep.tick_stops.agreement >= 0.95
     assert rep.tmigr.agreement >= 0.95
     # Without the jiffies-update duty (jiffies on the tick grid) it is much worse.
@@ -142,16 +151,35 @@ def test_validate_with_the_traces_tick_decisions(traces):
         tr.to_workload(tick="governor")
 
 
-def test_validate_with_the_ticks_the_kernel_kept(traces):
-    """Only the kept ticks imposed (rcu_needs_cpu and the like do not show in a
-    trace): measured 75.6 % expiring CPU, 95.8 % tick stops, 99.2 % hand-overs,
-    against 54.5 / 80.0 / 61.7 % with every tick decision simulated."""
+def test_validate_with_every_tick_simulated(traces):
+    """Every tick decision simulated (no RCU model): measured 55.8 % expiring
+    CPU, 79.2 % tick stops, against 96.8 / 98.8 % with the kept ticks read off
+    the trace (the default); the report says why."""
     tr = traces[QEMU16.name]
-    kept, simulated = tl.validate(tr, tick="kept"), tl.validate(tr)
-    assert kept.expiring_cpu.agreement >= 0.7
-    assert kept.expiring_cpu.agreement > simulated.expiring_cpu.agreement + 0.1
-    assert kept.tick_stops.agreement >= 0.9
+    kept, simulated = tl.validate(tr), tl.validate(tr, tick="simulated")
+    assert kept.expiring_cpu.agreement > simulated.expiring_cpu.agreement + 0.2
+    assert kept.tick_stops.agreement > simulated.tick_stops.agreement + 0.1
     assert any("tick='kept'" in n for n in kept.notes)
+    assert any("rcu_needs_cpu" in n for n in simulated.notes)
+
+
+def test_validate_32cpu_and_what_the_vm_traces_cannot_show(traces):
+    """32 CPUs, 3 levels: measured 92.9 % expiring CPU, 98.0 % tick stops,
+    98.7 % hand-overs. On the 2-CPU VM nearly every expiring-CPU disagreement
+    (177 of 186, 402 of 402) is a timer of CPU 1 or one the kernel ran there:
+    CPU 1 logs no cpu_idle, so its idle periods and ticks are guessed; the
+    report says so, and the agreement on the other timers (98.3 %, 100 %)."""
+    rep = tl.validate(traces["qemu-6.12.95-32cpu-2node-mixed.trace.txt.xz"])
+    assert rep.expiring_cpu.agreement >= 0.9 and rep.tick_stops.agreement >= 0.95 and rep.tmigr.agreement >= 0.95
+    for name in ("vm2-idle-hz250.trace.txt.xz", "vm2-fsync-sleep-hz250.trace.txt.xz"):
+        vm = tl.validate(traces[name])
+        x = vm.expiring_cpu.disagreements
+        blind = (x["base_cpu"] == 1) | (x["cpu_trace"] == 1)
+        assert len(x) and blind.mean() >= 0.9, name
+        assert x.loc[blind, "why"].str.contains("not in the trace").all()
+        seen = vm.expiring_cpu.compared - blind.sum()
+        assert seen and 1 - (~blind).sum() / seen >= 0.95
+        assert any("whose idle periods and ticks the trace does not show" in n for n in vm.notes)
 
 
 def test_missing_events_raise_value_error(traces):

@@ -1,7 +1,8 @@
-// governor.cpp — make_governor and the reference governors that have no
-// kernel counterpart: shallowest, deepest (bounds) and oracle (the best a
-// governor could do knowing each idle length in advance). menu and teo live
-// in menu.cpp and teo.cpp.
+// governor.cpp — make_governor, the idle loop of a machine without a
+// cpuidle driver (none), and the reference governors that have no kernel
+// counterpart: shallowest, deepest (bounds) and oracle (the best a governor
+// could do knowing each idle length in advance). menu and teo live in
+// menu.cpp and teo.cpp.
 //
 // Simplifications vs. the kernel
 //   * shallowest/deepest resemble booting with only one state enabled; they
@@ -27,6 +28,23 @@ int first_enabled(const IdleTable& t) {
   }
   return 0;  // unreachable for a validated table
 }
+
+// No cpuidle driver (kernel/sched/idle.c, cpuidle_idle_call when
+// cpuidle_not_available): no governor is asked, the tick is always offered
+// to stop (tick_nohz_idle_stop_tick) and the CPU runs the architecture's
+// default idle (default_idle_call, x86 HLT) — the first state of the table.
+// Virtual machines without cpuidle-haltpoll run this way: their traces show
+// cpu_idle state 1 only.
+class NoDriverGovernor final : public Governor {
+ public:
+  explicit NoDriverGovernor(const GovernorParams& p) : table_(p.table) {}
+  int select(IdleContext& /*ctx*/, bool* /*stop_tick*/) override { return first_enabled(*table_); }
+  void reflect(int, std::int64_t, bool) override {}
+  std::int64_t predicted_ns() const override { return 0; }
+
+ private:
+  const IdleTable* table_;
+};
 
 // The first enabled state, always. A polling state keeps the tick so the
 // spinning CPU still gets its periodic wakeup, as menu/teo do.
@@ -112,9 +130,10 @@ class OracleGovernor final : public Governor {
 }  // namespace
 
 std::unique_ptr<Governor> make_governor(const std::string& name, const GovernorParams& params) {
-  static const char* const kAllowed = "'menu', 'teo', 'oracle', 'shallowest', 'deepest'";
+  static const char* const kAllowed = "'menu', 'teo', 'none', 'oracle', 'shallowest', 'deepest'";
   auto bad = [](const std::string& m) { throw std::invalid_argument("governor: " + m); };
-  const bool known = name == "menu" || name == "teo" || name == "oracle" || name == "shallowest" || name == "deepest";
+  const bool known = name == "menu" || name == "teo" || name == "none" || name == "oracle" || name == "shallowest" ||
+                     name == "deepest";
   if (!known) bad("unknown governor '" + name + "'; allowed: " + kAllowed);
   if (params.table == nullptr) bad("'" + name + "' needs an idle-state table (GovernorParams.table is null)");
   params.table->validate();
@@ -123,6 +142,7 @@ std::unique_ptr<Governor> make_governor(const std::string& name, const GovernorP
 
   if (name == "menu") return std::make_unique<MenuGovernor>(params);
   if (name == "teo") return std::make_unique<TeoGovernor>(params);
+  if (name == "none") return std::make_unique<NoDriverGovernor>(params);
   if (name == "oracle") return std::make_unique<OracleGovernor>(params);
   if (name == "shallowest") return std::make_unique<ShallowestGovernor>(params);
   return std::make_unique<DeepestGovernor>(params);

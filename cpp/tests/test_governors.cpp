@@ -911,6 +911,23 @@ TEST(GovernorShallowestDeepest, Picks) {
   EXPECT_FALSE(dl->post_hoc());
 }
 
+// Without a cpuidle driver the kernel never asks for a sleep length and
+// always offers the tick to stop, even before a very short sleep.
+TEST(GovernorNone, DefaultIdleAlwaysOffersToStopTheTick) {
+  IdleTable t = skx();
+  FakeCtx ctx;
+  ctx.sleep_ns = 10 * kUs;
+  ctx.delta_tick_ns = 10 * kUs;
+  auto g = make_governor("none", params(t));
+  Pick p = sel(*g, ctx);
+  EXPECT_EQ(p.idx, POLL);
+  EXPECT_TRUE(p.stop_tick);
+  EXPECT_EQ(ctx.calls, 0);
+  t.states[POLL].disabled = true;
+  EXPECT_EQ(sel(*g, ctx).idx, C1);
+  EXPECT_FALSE(g->post_hoc());
+}
+
 TEST(GovernorOracle, MinimisesEnergyKnowingTheIdleLength) {
   const IdleTable t = skx();
   auto g = make_governor("oracle", params(t));
@@ -943,7 +960,7 @@ TEST(GovernorOracle, MinimisesEnergyKnowingTheIdleLength) {
 
 TEST(GovernorFactory, NamesAndErrors) {
   const IdleTable t = skx();
-  for (const char* name : {"menu", "teo", "oracle", "shallowest", "deepest"}) {
+  for (const char* name : {"menu", "teo", "none", "oracle", "shallowest", "deepest"}) {
     EXPECT_NE(make_governor(name, params(t)), nullptr) << name;
   }
   try {
@@ -952,7 +969,7 @@ TEST(GovernorFactory, NamesAndErrors) {
   } catch (const std::invalid_argument& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("ladder"), std::string::npos) << m;
-    for (const char* name : {"menu", "teo", "oracle", "shallowest", "deepest"}) {
+    for (const char* name : {"menu", "teo", "none", "oracle", "shallowest", "deepest"}) {
       EXPECT_NE(m.find(name), std::string::npos) << m;
     }
   }

@@ -132,6 +132,41 @@ TEST(Replay, JiffiesDutyMakesOtherCpusSeeStaleJiffies) {
   EXPECT_EQ(duty.timers[0].end_ns, 1108 * kMs);
 }
 
+TEST(Replay, TheTraceHandsTheJiffiesDutyOver) {
+  // As above, CPU 0 ticks 2 ms late; but the trace says CPU 1 holds the
+  // duty from the start (jiffies_duty_cpu), then hands it to CPU 0 at
+  // 1150 ms (a jiffies_duty item): CPU 1's timers see current jiffies at
+  // its own on-time tick before, stale ones after.
+  SimConfig c = replay_config(2);
+  c.duration_ns = 300 * kMs;
+  c.jiffies_duty = true;
+  c.jiffies_duty_cpu = 1;
+  c.workload.script.initial_busy = {1, 1};
+  ScriptItem late = op(1001 * kMs, 0, ScriptOp::tick_delay);
+  late.duration_ns = 2 * kMs;
+  ScriptItem hand = op(1150 * kMs, 0, ScriptOp::jiffies_duty);
+  hand.target_cpu = 0;
+  c.workload.script.items = {late, arm(1002 * kMs, 1, 0, kJ0 + 250 + 25, TIMER_PINNED),
+                             arm(1110 * kMs, 1, 1, kJ0 + 275 + 25, TIMER_PINNED), hand};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.timers.size(), 2u);
+  EXPECT_EQ(r.timers[0].end_ns, 1104 * kMs);  // bucket kJ0 + 276 at 1104 ms: CPU 1 updated jiffies itself
+  EXPECT_EQ(r.timers[1].end_ns, 1208 * kMs);  // bucket kJ0 + 301 at 1204 ms, seen at CPU 1's next tick
+  c.jiffies_duty_cpu = 2;
+  EXPECT_THROW(simulate(c), std::invalid_argument);
+}
+
+TEST(Replay, AnIdlePeriodBegunBeforeTheTraceKeepsItsTick) {
+  SimConfig c = replay_config(1);
+  c.governor = "none";  // no cpuidle driver: the tick is always offered to stop
+  c.workload.script.items = {op(1150 * kMs, 0, ScriptOp::busy_start)};
+  EXPECT_LE(simulate(c).cpus[0].ticks, 13u);  // idle from the start, nothing due: ticks only once busy
+  c.workload.script.initial_tick = {1};       // the trace shows its tick running (and no later decision)
+  EXPECT_GE(simulate(c).cpus[0].ticks, 49u);
+  c.workload.script.initial_tick = {3};
+  EXPECT_THROW(simulate(c), std::invalid_argument);
+}
+
 TEST(Replay, BadScriptsAreRejectedWithAMessage) {
   auto expect_bad = [](SimConfig c, const char* what) {
     try {
@@ -158,6 +193,9 @@ TEST(Replay, BadScriptsAreRejectedWithAMessage) {
   c.workload.script.items = {op(1010 * kMs, 0, ScriptOp::tick_delay)};
   c.workload.script.items[0].duration_ns = -1;
   expect_bad(c, "tick_delay");
+  c.workload.script.items = {op(1010 * kMs, 0, ScriptOp::jiffies_duty)};
+  c.workload.script.items[0].target_cpu = 5;
+  expect_bad(c, "jiffies_duty");
   c.workload.script.items = {};
   c.workload.script.initial_busy = {1};
   expect_bad(c, "initial_busy");

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from . import cli_commands as commands
+from .config import GOVERNORS
 from .sweep import SweepError
 
 
@@ -53,9 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("trace", type=Path)
     p.add_argument("--placement", choices=["push", "pull"], action="append", help="repeat for several")
     p.add_argument("--deferrable", choices=["legacy", "global", "global_nowake"], action="append")
-    p.add_argument("--governor", choices=["menu", "teo", "oracle", "shallowest", "deepest"], action="append")
+    p.add_argument("--governor", choices=GOVERNORS, action="append")
     v = command("validate", "compare the simulator with what the kernel recorded in a trace")
     v.add_argument("trace", type=Path)
+    v.add_argument("--tick", choices=["kept", "simulated", "trace"], default="kept",
+                   help="the kernel's tick decisions in idle: the kept ones read off the trace (default), "
+                        "all simulated, or all imposed")
     w = command("wheel", "replay a trace's timer events through the wheel and show the slack it adds",
                 "timerlab-wheel")
     w.add_argument("trace", type=Path, nargs="?", help="ftrace text (.txt, .xz, .gz); default: a bundled trace")

@@ -124,8 +124,7 @@ def replay(args) -> int:
 def validate(args) -> int:
     import timerlab as tl
 
-    print(tl.validate(tl.read_ftrace(args.trace)))
-    return 0
+    print(tl.validate(tl.read_ftrace(args.trace), tick=args.tick))
     return 0
 
 

@@ -15,7 +15,7 @@ from .workloads import Workload, mixed
 PLACEMENTS = ("push", "pull")
 REMOTE_WAKEUPS = ("lazy", "always")
 DEFERRABLE_POLICIES = ("legacy", "global", "global_nowake")
-GOVERNORS = ("menu", "teo", "oracle", "shallowest", "deepest")
+GOVERNORS = ("menu", "teo", "none", "oracle", "shallowest", "deepest")
 # Costs of timer code (ns) for the overhead model (engine.hpp, OverheadModel).
 OVERHEAD_DEFAULTS = dict(enqueue_ns=62.0, dequeue_ns=47.0, push_target_ns=36.0, push_domain_ns=20.0,
                          tmigr_level_ns=40.0, remote_cpu_ns=250.0, expire_ns=80.0)
@@ -52,9 +52,10 @@ class Config:
     them — no kernel has it). Pinned deferrable timers stay local.
 
     Idle: ``idle_states`` (a preset of timerlab.idle_states: "skx" (default),
-    "icx", "spr", "skl", "acpi", "vm"; or a table: list of dicts or
+    "icx", "spr", "skl", "acpi", "vm", "none"; or a table: list of dicts or
     DataFrame), ``busy_power_mw`` (overrides the table's), ``governor``
-    ("menu", "teo", "oracle", "shallowest", "deepest"), ``latency_req_ns``
+    ("menu", "teo", "none" — no cpuidle driver: the first state, the tick
+    always offered to stop —, "oracle", "shallowest", "deepest"), ``latency_req_ns``
     (a PM QoS limit on exit latency; None: none). ``overhead``: costs (ns)
     of timer code, overriding config.OVERHEAD_DEFAULTS.
 

@@ -77,11 +77,14 @@ PRESETS = {
              "generic ACPI _CST C1/C2/C3 (processor_idle: target = 2 x latency)"),
     "vm": (4000, [("POLL", 0, 0, 4000 * 2 / 3, True, False), ("haltpoll", 1, 1, 4000 / 3, False, False)],
            "virtual machine, halt only (cpuidle-haltpoll)"),
+    # With governor="none": the kernel runs default_idle_call and logs cpu_idle state 1.
+    "none": (4000, [("default", 1, 0, 4000 / 3, False, False)],
+             "no cpuidle driver: the architecture's default idle (x86 HLT), e.g. a VM without haltpoll"),
 }
 
 
 def preset(name: str) -> IdleStates:
-    """One of the built-in tables: skx, icx, spr, skl, acpi, vm."""
+    """One of the built-in tables: skx, icx, spr, skl, acpi, vm, none."""
     if name not in PRESETS:
         raise ValueError(f"idle_states={name!r} is not a preset; choose one of {', '.join(map(repr, PRESETS))} "
                          "or pass a table (list of dicts or DataFrame)")

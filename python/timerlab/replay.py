@@ -66,7 +66,7 @@ from .config import Config
 from .fidelity import _column, _expiry_detaches, _tick_jiffies_offset
 from .wheel import parse_timer_flags
 from .replay_trace import (OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_TICK, TICK_FUNCTIONS, _clock_offset,
-                           _device_interrupts, _infer_hz, _initial_duty, _initial_ticks, _jiffies_fit, _kernel_of, _node_of_cpu,
+                           _default_idle, _device_interrupts, _infer_hz, _initial_duty, _initial_ticks, _jiffies_fit, _kernel_of, _node_of_cpu,
                            _task_intervals, _tick_policies)
 from .workloads import Component, CpuSelection, Workload
 
@@ -322,8 +322,11 @@ def to_config(trace, **overrides) -> Config:
     """A :class:`~timerlab.Config` replaying ``trace``: its CPUs, NUMA nodes
     (from the hierarchy's set-up events; else one node), HZ (inferred; 250 if
     the trace cannot tell), kernel release (from the file name, e.g.
-    "qemu-6.12.95-..." -> "6.12"; else "latest"), start and length, idle
-    states "vm" with the menu governor. Any option can be overridden;
+    "qemu-6.12.95-..." -> "6.12"; else "latest"), start and length, and its
+    idle: a trace whose cpu_idle events all say state 1 comes from a machine
+    without a cpuidle driver (default_idle_call; idle_states="none",
+    governor="none"), else idle states "vm" with the menu governor. Any
+    option can be overridden;
     ``tick=`` and ``jiffies=`` are those of :func:`to_workload`."""
     hz = overrides.get("hz")
     tick = overrides.pop("tick", "simulated")
@@ -331,7 +334,9 @@ def to_config(trace, **overrides) -> Config:
     workload = overrides.pop("workload", None) or to_workload(trace, hz=hz, tick=tick, jiffies=jiffies)
     s = _script_of(workload)
     node_of_cpu = _node_of_cpu(trace.events, s.nr_cpus)
-    args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=_kernel_of(trace.path), idle_states="vm", governor="menu",
+    idle = "none" if _default_idle(trace.events) else "vm"
+    args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=_kernel_of(trace.path), idle_states=idle,
+                governor="none" if idle == "none" else "menu",
                 start_ns=s.start_ns, duration_ns=max(1, s.end_ns - s.start_ns + 1), workload=workload)
     if node_of_cpu is not None:
         args.update(node_of_cpu=node_of_cpu)

@@ -58,6 +58,14 @@ def _node_of_cpu(ev, nr_cpus):
     return [nodes.index(m[cpu]) for cpu in range(nr_cpus)]
 
 
+def _default_idle(ev) -> bool:
+    """Whether the machine had no cpuidle driver: default_idle_call logs
+    cpu_idle with state 1 only (a driver logs its state index, 0 = POLL)."""
+    states = ev.loc[ev["event"] == "cpu_idle", "state"]
+    states = states[states != CPU_IDLE_EXIT]
+    return len(states) > 0 and bool((states == 1).all())
+
+
 def _kernel_of(path) -> str:
     m = re.search(r"(?<![\d.])(\d+\.\d+)(?:\.\d+)?(?![\d.])", os.path.basename(str(path)))
     return m.group(1) if m else "latest"

@@ -101,7 +101,7 @@ class Governor {
   virtual int choose_post_hoc(std::int64_t /*idle_ns*/, bool /*package_ok*/) { return 0; }
 };
 
-// "menu", "teo", "oracle", "shallowest", "deepest". Throws
+// "menu", "teo", "none" (no cpuidle driver), "oracle", "shallowest", "deepest". Throws
 // std::invalid_argument for an unknown name.
 std::unique_ptr<Governor> make_governor(const std::string& name, const GovernorParams& params);
 
