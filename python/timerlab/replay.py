@@ -249,7 +249,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
 
     # Tasks: sched_switch from and to the idle task (pid 0).
     idle_cpus = set(run.loc[run["event"] == "cpu_idle", "cpu"].unique().tolist())
-    busy_rows, initial_busy, missing_switch = _task_intervals(run, nr_cpus, idle_cpus)
+    busy_rows, initial_busy, missing_switch = _task_intervals(run, nr_cpus, idle_cpus, offset)
     rows += busy_rows
     sw = run[run["event"] == "sched_switch"]
     next0 = (sw["next_pid"] == 0).to_numpy(dtype=bool, na_value=False)

@@ -122,23 +122,43 @@ def _device_interrupts(ev, cpus_with_idle):
     return out
 
 
-def _task_intervals(ev, nr_cpus, idle_cpus):
+def _task_intervals(ev, nr_cpus, idle_cpus, clock_offset):
     """busy_start / idle_start rows from sched_switch to and from pid 0, the
     CPUs' initial states, and the CPUs whose switches away from the idle task
     are missing (CPU 1 of the 2-CPU VM): there, the first event logged by
-    another task while the CPU is thought idle starts the busy period."""
+    another task while the CPU is thought idle starts the busy period.
+
+    A task woken in an interrupt on an idle CPU runs right after it: the
+    kernel's idle loop sees need_resched and does not enter idle again. So
+    on CPUs that log cpu_idle, the busy period starts at the interrupt that
+    ended the idle period (the clock reading of an hrtimer expiry, i.e. the
+    simulated tick's own time), not at the switch some µs later, by which
+    the simulation would have re-entered idle once more."""
     rows, state, first, missing = [], {}, {}, set()
     event, cpu, ts, line = _column(ev, "event"), _column(ev, "cpu"), _column(ev, "ts_ns"), _column(ev, "line")
     pid, prev_pid, next_pid = _column(ev, "pid"), _column(ev, "prev_pid"), _column(ev, "next_pid")
+    idle_state, now_ns = _column(ev, "state"), _column(ev, "now_ns")
+    wake = {}  # CPU -> (ts, line) of the first event after its latest idle entry
     for i, e in enumerate(event):
         c = cpu[i]
         if c not in first:
             first[c] = pid[i]
+        if e == "cpu_idle":
+            if idle_state[i] != CPU_IDLE_EXIT:
+                wake[c] = None
+            elif wake.get(c, 0) is None:
+                wake[c] = (ts[i], line[i])
+            continue
+        if wake.get(c, 0) is None:
+            t = now_ns[i] + clock_offset if e == "hrtimer_expire_entry" and now_ns[i] is not None else ts[i]
+            wake[c] = (t, line[i])
         if e == "sched_switch" and prev_pid[i] is not None and next_pid[i] is not None:
             if prev_pid[i] == 0 and next_pid[i] != 0:
                 if state.get(c) != "busy":
-                    rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+                    t, ln = wake.get(c) or (ts[i], line[i]) if c in idle_cpus else (ts[i], line[i])
+                    rows.append((t, ln, c, OP_BUSY, 0, 0, 0, 0, c, 0))
                 state[c] = "busy"
+                wake.pop(c, None)
             elif next_pid[i] == 0 and prev_pid[i] != 0:
                 if state.get(c) != "idle":
                     rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
