@@ -115,16 +115,16 @@ def test_validate_reports_total_wheel_agreement(traces):
 def test_validate_16cpu_figures():
     """By default the ticks the kernel kept in idle (rcu_needs_cpu and the
     like, not in a trace) are read off the trace; every tick stop is the
-    simulation's. Measured 96.8 % expiring CPU, 94.3 % idle entries, 98.8 %
-    tick stops, 99.3 % hand-overs."""
+    simulation's. Measured 98.3 % expiring CPU, 99.5 % idle entries, 99.1 %
+    tick stops, 99.6 % hand-overs."""
     rep = tl.validate(QEMU16)  # a path will do
     frame = rep.to_frame()
     assert list(frame.index) == ["wheel", "expiring_cpu", "idle_entries", "tick_stops", "tmigr"]
     assert frame.loc["expiring_cpu", "compared"] > 400
-    assert rep.expiring_cpu.agreement >= 0.95
-    assert rep.tick_stops.agreement >= 0.95
-    assert rep.idle_entries.agreement >= 0.9
-    assert rep.tmigr.agreement >= 0.95
+    assert rep.expiring_cpu.agreement >= 0.97
+    assert rep.tick_stops.agreement >= 0.97
+    assert rep.idle_entries.agreement >= 0.97
+    assert rep.tmigr.agreement >= 0.97
     assert rep.tmigr.compared == 2  # one level-0 group per node
     # The guest had no cpuidle driver (cpu_idle state 1 only): default idle, the tick always offered to stop.
     assert rep.config.governor == "none" and rep.config.idle_states.name == "none"
@@ -138,7 +138,7 @@ def test_validate_16cpu_figures():
 def test_validate_with_the_traces_tick_decisions(traces):
     tr = traces[QEMU16.name]
     rep = tl.validate(tr, tick="trace")
-    # Measured 96.8 % / 98.8 % / 99.3 %: with the kernel's tick decisions imposed,
+    # Measured 98.3 % / 99.1 % / 99.6 %: with the kernel's tick decisions imposed,
     # what is left is the timer and hierarchy model given the same idle states.
     assert rep.expiring_cpu.agreement >= 0.95
     assert rep.tick_stops.agreement >= 0.95
@@ -152,8 +152,8 @@ def test_validate_with_the_traces_tick_decisions(traces):
 
 
 def test_validate_with_every_tick_simulated(traces):
-    """Every tick decision simulated (no RCU model): measured 55.8 % expiring
-    CPU, 79.2 % tick stops, against 96.8 / 98.8 % with the kept ticks read off
+    """Every tick decision simulated (no RCU model): measured 56.0 % expiring
+    CPU, 80.7 % tick stops, against 98.3 / 99.1 % with the kept ticks read off
     the trace (the default); the report says why."""
     tr = traces[QEMU16.name]
     kept, simulated = tl.validate(tr), tl.validate(tr, tick="simulated")
@@ -164,13 +164,15 @@ def test_validate_with_every_tick_simulated(traces):
 
 
 def test_validate_32cpu_and_what_the_vm_traces_cannot_show(traces):
-    """32 CPUs, 3 levels: measured 92.9 % expiring CPU, 98.0 % tick stops,
-    98.7 % hand-overs. On the 2-CPU VM nearly every expiring-CPU disagreement
-    (177 of 186, 402 of 402) is a timer of CPU 1 or one the kernel ran there:
+    """32 CPUs, 3 levels: measured 95.5 % expiring CPU, 99.1 % idle entries,
+    99.0 % tick stops, 99.8 % hand-overs. On the 2-CPU VM nearly every
+    expiring-CPU disagreement (177 of 186, 404 of 404) is a timer of CPU 1 or
+    one the kernel ran there:
     CPU 1 logs no cpu_idle, so its idle periods and ticks are guessed; the
     report says so, and the agreement on the other timers (98.3 %, 100 %)."""
     rep = tl.validate(traces["qemu-6.12.95-32cpu-2node-mixed.trace.txt.xz"])
-    assert rep.expiring_cpu.agreement >= 0.9 and rep.tick_stops.agreement >= 0.95 and rep.tmigr.agreement >= 0.95
+    assert rep.expiring_cpu.agreement >= 0.95 and rep.idle_entries.agreement >= 0.95
+    assert rep.tick_stops.agreement >= 0.95 and rep.tmigr.agreement >= 0.95
     for name in ("vm2-idle-hz250.trace.txt.xz", "vm2-fsync-sleep-hz250.trace.txt.xz"):
         vm = tl.validate(traces[name])
         x = vm.expiring_cpu.disagreements

@@ -190,12 +190,14 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       if (cs.act == Activity::run && cs.running < 0 && !cs.always_busy) run_next_task(cpu);
       break;
     case ScriptOp::tick_delay:
-      // Late by less than a tick. The item delays the tick of the grid point
-      // after its own time — which, for an item from before the start, may
-      // still be ahead although the grid point is behind.
+      // The item delays the tick of the grid point after its own time —
+      // which, for an item from before the start, may still be ahead
+      // although the grid point is behind. Later ticks keep the lateness,
+      // but less than a tick of it: a delay of a tick or more is a stall
+      // that swallowed this grid point's tick (the next one comes late).
       cs.tick_delay_ns = std::min<std::int64_t>(it.duration_ns, static_cast<std::int64_t>(tick_nsec_) - 1);
       if (!cs.tick_stopped) {
-        const std::int64_t own = next_tick_after(it.t_ns) + cs.tick_delay_ns;
+        const std::int64_t own = next_tick_after(it.t_ns) + it.duration_ns;
         cs.next_tick = own >= now_ ? own : next_tick_after(now_) + cs.tick_delay_ns;
       }
       break;

@@ -156,6 +156,21 @@ TEST(Replay, TheTraceHandsTheJiffiesDutyOver) {
   EXPECT_THROW(simulate(c), std::invalid_argument);
 }
 
+TEST(Replay, AStallSwallowsATick) {
+  // A busy CPU ticks every 4 ms; the trace shows its tick for 1040 ms
+  // firing at 1045.5 ms: the 1044 ms tick never ran, later ticks are on
+  // time again (their own items say so).
+  SimConfig c = replay_config(1);
+  c.workload.script.initial_busy = {1};
+  const SimResult on_time = simulate(c);
+  ScriptItem stall = op(1040 * kMs - 1, 0, ScriptOp::tick_delay);
+  stall.duration_ns = 5 * kMs + kMs / 2;
+  ScriptItem again = op(1048 * kMs - 1, 0, ScriptOp::tick_delay);
+  again.duration_ns = 0;
+  c.workload.script.items = {stall, again};
+  EXPECT_EQ(simulate(c).cpus[0].ticks, on_time.cpus[0].ticks - 1);
+}
+
 TEST(Replay, AnIdlePeriodBegunBeforeTheTraceKeepsItsTick) {
   SimConfig c = replay_config(1);
   c.governor = "none";  // no cpuidle driver: the tick is always offered to stop

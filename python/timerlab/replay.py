@@ -67,7 +67,7 @@ from .fidelity import _column, _expiry_detaches, _tick_jiffies_offset
 from .wheel import parse_timer_flags
 from .replay_trace import (OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_TICK, TICK_FUNCTIONS, _clock_offset,
                            _default_idle, _device_interrupts, _infer_hz, _initial_duty, _initial_ticks, _jiffies_fit, _kernel_of, _node_of_cpu,
-                           _task_intervals, _tick_policies)
+                           _task_intervals, _tick_delays, _tick_policies)
 from .workloads import Component, CpuSelection, Workload
 
 __all__ = ["Script", "to_workload", "to_config", "REQUIRED_EVENTS"]
@@ -273,12 +273,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     if jiffies == "kernel":
         for ts, line, cpu, holder in handovers:
             rows.append((ts, line, cpu, OP_DUTY, 0, 0, int(holder is None), 0, cpu if holder is None else holder, 0))
-        h = run[(run["event"] == "hrtimer_expire_entry") & run["function"].astype(str).isin(TICK_FUNCTIONS)]
-        now = h["now_ns"].to_numpy(dtype=np.int64, na_value=-1)
-        keep = now >= 0
-        grid = (now // tick_ns) * tick_ns
-        for g, d, cpu, line in zip(grid[keep].tolist(), (now - grid)[keep].tolist(), h["cpu"].to_numpy()[keep].tolist(),
-                                   h["line"].to_numpy()[keep].tolist()):
+        for g, d, cpu, line in _tick_delays(run, tick_ns):
             if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
                 rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
     policies = _tick_policies(run, sorted(idle_cpus), start_ns + offset)

@@ -274,6 +274,28 @@ def _initial_duty(ev, offset, j0, tick_ns, candidates, observations=300):
     return order[int(np.argmax(fits))]
 
 
+def _tick_delays(ev, tick_ns):
+    """(grid_ns, delay_ns, cpu, line) of each traced tick: the grid point its
+    hrtimer was programmed for (hrtimer_start of the same timer on that
+    CPU; else the grid point before it fired) and how late it fired. A
+    delay of a tick or more means the grid point's tick never ran — a stall
+    under the hypervisor — and the next one came instead, late."""
+    sel = ev[ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
+             & ev["function"].astype(str).isin(TICK_FUNCTIONS)]
+    event, cpu, line = _column(sel, "event"), _column(sel, "cpu"), _column(sel, "line")
+    hrtimer, expires, now = _column(sel, "hrtimer"), _column(sel, "expires_ns"), _column(sel, "now_ns")
+    programmed, out = {}, []
+    for i, e in enumerate(event):
+        if e == "hrtimer_start":
+            programmed[(cpu[i], hrtimer[i])] = expires[i]
+        elif now[i] is not None:
+            g = programmed.pop((cpu[i], hrtimer[i]), None)
+            if g is None or g > now[i] or g % tick_ns:
+                g = now[i] // tick_ns * tick_ns
+            out.append((g, now[i] - g, cpu[i], line[i]))
+    return out
+
+
 def _tick_policies(ev, cpus_with_idle, t_start):
     """(t_ts, cpu, policy, line): the trace's tick decision at each idle entry
     (2: the tick is stopped in that idle period, 1: kept), set just after the
