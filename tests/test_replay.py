@@ -163,26 +163,28 @@ def test_validate_with_every_tick_simulated(traces):
     assert any("rcu_needs_cpu" in n for n in simulated.notes)
 
 
-def test_validate_32cpu_and_what_the_vm_traces_cannot_show(traces):
+def test_validate_32cpu_and_the_vm_traces(traces):
     """32 CPUs, 3 levels: measured 95.5 % expiring CPU, 99.1 % idle entries,
-    99.0 % tick stops, 99.8 % hand-overs. On the 2-CPU VM nearly every
-    expiring-CPU disagreement (177 of 186, 404 of 404) is a timer of CPU 1 or
-    one the kernel ran there:
-    CPU 1 logs no cpu_idle, so its idle periods and ticks are guessed; the
-    report says so, and the agreement on the other timers (98.3 %, 100 %)."""
+    99.0 % tick stops, 99.8 % hand-overs. The 2-CPU VM's CPU 1 logs no
+    cpu_idle nor tick_stop, but its tick decisions show: a tick re-armed
+    periodically while swapper runs was kept. With them, 96.3 % expiring
+    CPU on the fsync trace, 84.5 % on the idle one (there the hierarchy's
+    active mask shows CPU 1 inactive while its tick runs, which the model
+    cannot be: the rest); the report counts the disagreements involving
+    CPU 1 (39 of 58, 60 of 109)."""
     rep = tl.validate(traces["qemu-6.12.95-32cpu-2node-mixed.trace.txt.xz"])
     assert rep.expiring_cpu.agreement >= 0.95 and rep.idle_entries.agreement >= 0.95
     assert rep.tick_stops.agreement >= 0.95 and rep.tmigr.agreement >= 0.95
-    for name in ("vm2-idle-hz250.trace.txt.xz", "vm2-fsync-sleep-hz250.trace.txt.xz"):
-        vm = tl.validate(traces[name])
+    fsync, idle = (tl.validate(traces[f"vm2-{n}-hz250.trace.txt.xz"]) for n in ("fsync-sleep", "idle"))
+    assert fsync.expiring_cpu.agreement >= 0.95 and idle.expiring_cpu.agreement >= 0.8
+    for vm in (fsync, idle):
         x = vm.expiring_cpu.disagreements
         blind = (x["base_cpu"] == 1) | (x["cpu_trace"] == 1)
-        assert len(x) and blind.mean() >= 0.9, name
-        assert x.loc[blind, "why"].str.contains("not in the trace").all()
-        seen = vm.expiring_cpu.compared - blind.sum()
-        assert seen and 1 - (~blind).sum() / seen >= 0.95
+        assert blind.any() and x.loc[blind, "why"].str.contains("not in the trace").all()
         assert any("whose idle periods and ticks the trace does not show" in n for n in vm.notes)
-
+    s = replay._script_of(traces["vm2-fsync-sleep-hz250.trace.txt.xz"].to_workload(tick="kept"))
+    cpu1 = s.items[(s.items["op"] == replay_trace.OP_TICK) & (s.items["cpu"] == 1)]
+    assert set(cpu1["flags"]) == {0, 1}  # some idle periods kept the tick, others are left to the simulation
 
 def test_missing_events_raise_value_error(traces):
     tr = traces[QEMU16.name]

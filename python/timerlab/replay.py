@@ -66,8 +66,8 @@ from .config import Config
 from .fidelity import _column, _expiry_detaches, _tick_jiffies_offset
 from .wheel import parse_timer_flags
 from .replay_trace import (OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_TICK, TICK_FUNCTIONS, _clock_offset,
-                           _default_idle, _device_interrupts, _infer_hz, _initial_duty, _initial_ticks, _jiffies_fit, _kernel_of, _node_of_cpu,
-                           _task_intervals, _tick_delays, _tick_policies)
+                           _default_idle, _device_interrupts, _infer_hz, _initial_duty, _initial_ticks, _jiffies_fit, _kernel_of, _hidden_tick_policies,
+                           _node_of_cpu, _task_intervals, _tick_delays, _tick_policies)
 from .workloads import Component, CpuSelection, Workload
 
 __all__ = ["Script", "to_workload", "to_config", "REQUIRED_EVENTS"]
@@ -295,6 +295,10 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     if hidden:
         notes.append(f"CPU(s) {hidden} log no cpu_idle: their idle periods are inferred from swapper running, "
                      "and their device interrupts are invisible (not replayed)")
+        if tick in ("trace", "kept"):
+            # Their tick decisions still show: a tick re-armed periodically while swapper runs was kept.
+            for ts, cpu, policy, line in _hidden_tick_policies(run, hidden):
+                rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
 
     items = pd.DataFrame(rows, columns=["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function",
                                         "target_cpu", "duration_ns"])

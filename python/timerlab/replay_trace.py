@@ -296,6 +296,31 @@ def _tick_delays(ev, tick_ns):
     return out
 
 
+def _hidden_tick_policies(ev, cpus):
+    """(t_ts, cpu, policy, line) for CPUs that log no cpu_idle (nor
+    tick_stop): each idle period — swapper running, until another task logs
+    an event — with its tick re-armed periodically (the tick handler's own
+    hrtimer_start, mode ABS; a stopped tick is programmed ABS|PINNED|HARD)
+    kept the tick (1); for the others the simulation decides (0). Set just
+    before the period begins."""
+    sub = ev[ev["cpu"].isin(cpus)]
+    event, cpu, ts, line = _column(sub, "event"), _column(sub, "cpu"), _column(sub, "ts_ns"), _column(sub, "line")
+    pid, next_pid, mode = _column(sub, "pid"), _column(sub, "next_pid"), _column(sub, "mode", "")
+    function = _column(sub, "function", "")
+    out, period = [], {}  # CPU -> [t_set, line, periodic tick seen]
+    for i, e in enumerate(event):
+        c = cpu[i]
+        p = period.get(c)
+        if e == "sched_switch" and next_pid[i] == 0:
+            period[c] = [ts[i] - 1, line[i], False]
+        elif p is not None and pid[i] not in (None, 0):
+            out.append((p[0], c, int(p[2]), p[1]))
+            period[c] = None
+        elif p is not None and e == "hrtimer_start" and str(function[i]) in TICK_FUNCTIONS and str(mode[i]) == "ABS":
+            p[2] = True
+    return out
+
+
 def _tick_policies(ev, cpus_with_idle, t_start):
     """(t_ts, cpu, policy, line): the trace's tick decision at each idle entry
     (2: the tick is stopped in that idle period, 1: kept), set just after the
