@@ -185,13 +185,19 @@ def validate(trace, **overrides) -> FidelityReport:
     ts = ts[ts["success"].fillna(1) == 1] if "success" in ts else ts
     stops = ts.groupby("cpu").size()
     pc = res.per_cpu
+    # The simulation's idle period in progress at the start (its entry and
+    # tick stop happened before the trace, which cannot show them) is not counted.
+    se = res.events[res.events["ts_ns"] > cfg.start_ns]
+    sim_entries = se[(se["event"] == "cpu_idle") & (se["state"] != CPU_IDLE_EXIT)].groupby("cpu").size()
+    sim_stops = se[se["event"] == "tick_stop"].groupby("cpu").size()
+    n = cfg.topology.cpus
     per_cpu = pd.DataFrame({
-        "cpu": np.arange(cfg.topology.cpus),
-        "idle_entries_trace": [int(entries.get(c, 0)) for c in range(cfg.topology.cpus)],
-        "idle_entries_sim": pc["idle_entries"].to_numpy(),
-        "tick_stops_trace": [int(stops.get(c, 0)) for c in range(cfg.topology.cpus)],
-        "tick_stops_sim": pc["tick_stops"].to_numpy(),
-        "visible": [c in idle_cpus for c in range(cfg.topology.cpus)],
+        "cpu": np.arange(n),
+        "idle_entries_trace": [int(entries.get(c, 0)) for c in range(n)],
+        "idle_entries_sim": [int(sim_entries.get(c, 0)) for c in range(n)],
+        "tick_stops_trace": [int(stops.get(c, 0)) for c in range(n)],
+        "tick_stops_sim": [int(sim_stops.get(c, 0)) for c in range(n)],
+        "visible": [c in idle_cpus for c in range(n)],
     })
     for what, note in (("idle_entries", "cpu_idle entries per CPU"), ("tick_stops", "tick_stop per CPU")):
         v = per_cpu[per_cpu["visible"]]

@@ -258,7 +258,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                      "there marks the end of the idle period")
 
     # Device interrupts (CPUs that log cpu_idle only).
-    for ts, cpu, dur, line in _device_interrupts(run, sorted(idle_cpus)):
+    for ts, cpu, dur, line in _device_interrupts(run, sorted(idle_cpus), initial_busy):
         rows.append((ts, line, cpu, OP_IRQ, 0, 0, 0, 0, cpu, dur))
     # The state at the start: whose tick runs, who holds the jiffies duty.
     initial_tick = _initial_ticks(run, nr_cpus, sorted(idle_cpus), initial_busy, start_ns, tick_ns)
@@ -273,9 +273,11 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     if jiffies == "kernel":
         for ts, line, cpu, holder in handovers:
             rows.append((ts, line, cpu, OP_DUTY, 0, 0, int(holder is None), 0, cpu if holder is None else holder, 0))
-        for g, d, cpu, line in _tick_delays(run, tick_ns):
-            if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
-                rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
+    # Each tick as late as traced (with either jiffies model: a tick tens of µs
+    # late still wakes an idle CPU after an interrupt the trace shows before it).
+    for g, d, cpu, line in _tick_delays(run, tick_ns):
+        if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
+            rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
     policies = _tick_policies(run, sorted(idle_cpus), start_ns + offset)
     if tick in ("trace", "kept"):
         for ts, cpu, policy, line in policies:

@@ -71,9 +71,10 @@ def _kernel_of(path) -> str:
     return m.group(1) if m else "latest"
 
 
-def _device_interrupts(ev, cpus_with_idle):
+def _device_interrupts(ev, cpus_with_idle, initial_busy):
     """External interrupts: (t_ts, cpu, duration_ns, line) for idle periods
-    ended by something the simulation does not model (see the module doc)."""
+    ended by something the simulation does not model (see the module doc),
+    the period in progress at the start included."""
     out = []
     sub = ev[ev["cpu"].isin(cpus_with_idle)]
     event = _column(sub, "event")
@@ -86,7 +87,7 @@ def _device_interrupts(ev, cpus_with_idle):
     next_pid = _column(sub, "next_pid")
     # Per CPU: "idle" (entered, nothing seen yet), "woken" (first event seen;
     # a pending external candidate waits to see whether a task runs next).
-    phase, pending = {}, {}
+    phase, pending = {c: "idle" for c in cpus_with_idle if not initial_busy[c]}, {}
 
     def settle(c, t_end, task_runs):
         p = pending.pop(c, None)
