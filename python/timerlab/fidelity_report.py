@@ -172,8 +172,11 @@ def validate(trace, **overrides) -> FidelityReport:
         x.loc[blind, "why"] += f" (CPU(s) {hidden}: idle periods and ticks not in the trace)"
         if blind.any():
             seen = x[~blind]
+            # The others' expiring CPU may still hinge on them: the simulation ran them there.
+            there = int((~x["agrees"] & ~blind & x["cpu_sim"].isin(hidden).fillna(False)).sum())
             notes.append(f"{int(blind.sum())} of {int((~x['agrees']).sum())} expiring_cpu disagreements involve "
-                         f"CPU(s) {hidden}, whose idle periods and ticks the trace does not show; on the other "
+                         f"CPU(s) {hidden}, whose idle periods and ticks the trace does not show (the timer was "
+                         f"theirs or the kernel ran it there), {there} more the simulation ran there; on the other "
                          f"timers the agreement is {100 * seen['agrees'].mean():.1f} %")
     items.append(FidelityItem(
         "expiring_cpu", float(x["agrees"].mean()) if len(x) else None, len(x), int(x["agrees"].sum()),
