@@ -31,15 +31,24 @@ class CpuQueue {
   std::int64_t top_time() const { return node_[1].t; }
 
   void update(unsigned cpu, std::int64_t t) {
+    // The winner so far stays in registers: each level loads only the
+    // sibling, so the chain of dependent operations per level is a load, a
+    // compare and a select (reading back the node just written would put a
+    // store-to-load forward on it). Masks rather than ?: keep the compiler
+    // from branching.
     std::size_t i = leaves_ + cpu;
+    std::int64_t win_t = t;
+    unsigned win_cpu = cpu;
     node_[i] = {t, cpu};
     for (; i > 1; i /= 2) {
       // Every CPU under a left child is lower than those under its right
-      // sibling, so the left one wins a tie in time. (Adding the comparison
-      // rather than choosing with ?: keeps the compiler from branching.)
-      const std::size_t left = i & ~std::size_t{1};
-      const std::size_t win = left + static_cast<std::size_t>(node_[left + 1].t < node_[left].t);
-      node_[i / 2] = node_[win];
+      // sibling: a left sibling wins a tie in time, a right one loses it.
+      const Node& sib = node_[i ^ 1];
+      const bool take = (sib.t < win_t) | ((sib.t == win_t) & static_cast<bool>(i & 1));
+      const std::int64_t mask = -static_cast<std::int64_t>(take);
+      win_t ^= (win_t ^ sib.t) & mask;
+      win_cpu ^= (win_cpu ^ sib.cpu) & static_cast<unsigned>(mask);
+      node_[i / 2] = {win_t, win_cpu};
     }
   }
 
