@@ -9,55 +9,6 @@
 namespace timerlab {
 
 // ---------------------------------------------------------------------------
-// CpuHeap
-
-CpuHeap::CpuHeap(unsigned n) : heap_(n), pos_(n) {
-  for (unsigned i = 0; i < n; ++i) place(i, {INT64_MAX, i});
-}
-
-void CpuHeap::update(unsigned cpu, std::int64_t t) {
-  const std::size_t i = pos_[cpu];
-  const Node n{t, cpu};
-  if (n < heap_[i]) {
-    sift_up(i, n);
-  } else {
-    sift_down(i, n);
-  }
-}
-
-void CpuHeap::sift_up(std::size_t i, Node n) {
-  while (i > 0) {
-    const std::size_t p = (i - 1) / 4;
-    if (!(n < heap_[p])) break;
-    place(i, heap_[p]);
-    i = p;
-  }
-  place(i, n);
-}
-
-void CpuHeap::sift_down(std::size_t i, Node n) {
-  const std::size_t size = heap_.size();
-  for (;;) {
-    const std::size_t first = 4 * i + 1;
-    if (first >= size) break;
-    std::size_t m = first;
-    if (first + 4 <= size) {
-      // The smallest of four children without branches: which child wins is
-      // a coin toss, and mispredicted branches cost more than the compares.
-      const std::size_t a = heap_[first + 1] < heap_[first] ? first + 1 : first;
-      const std::size_t b = heap_[first + 3] < heap_[first + 2] ? first + 3 : first + 2;
-      m = heap_[b] < heap_[a] ? b : a;
-    } else {
-      for (std::size_t c = first + 1; c < size; ++c) m = heap_[c] < heap_[m] ? c : m;
-    }
-    if (!(heap_[m] < n)) break;
-    place(i, heap_[m]);
-    i = m;
-  }
-  place(i, n);
-}
-
-// ---------------------------------------------------------------------------
 // Set-up and the loop
 
 void SimConfig::validate() const {
@@ -83,7 +34,7 @@ Engine::Engine(const SimConfig& cfg)
       topo_(cfg.topology),
       tick_nsec_((1'000'000'000ull + cfg.hz / 2) / cfg.hz),
       initial_jiffies_(cfg.initial_jiffies.value_or((jiffies_t{1} << 32) - jiffies_t{300} * cfg.hz)),
-      heap_(topo_.nr_cpus()),
+      queue_(topo_.nr_cpus()),
       busy_(topo_.nr_cpus()) {
   const unsigned n = topo_.nr_cpus();
   now_ = cfg_.start_ns;
@@ -152,9 +103,9 @@ SimResult Engine::run() {
 
   std::int64_t last_t = now_;
   std::uint64_t same_t = 0;
-  while (heap_.top_time() <= end_ns_) {
-    const unsigned c = heap_.top();
-    now_ = heap_.top_time();
+  while (queue_.top_time() <= end_ns_) {
+    const unsigned c = queue_.top();
+    now_ = queue_.top_time();
     // A model must make progress: many steps at one instant mean a loop.
     same_t = now_ == last_t ? same_t + 1 : 0;
     last_t = now_;
@@ -162,7 +113,7 @@ SimResult Engine::run() {
       throw std::runtime_error("simulation stopped making progress at t=" + std::to_string(now_) + " ns on CPU " +
                                std::to_string(c));
     }
-    // Everything this CPU has due now, before the heap is re-keyed.
+    // Everything this CPU has due now, before the queue is re-keyed.
     std::int64_t next;
     const std::uint64_t walks = tmigr_->walk_steps();
     do {
@@ -172,7 +123,7 @@ SimResult Engine::run() {
       next = next_time(c);
     } while (next <= now_);
     res_.cpus[c].timer_overhead_ns += cfg_.overhead.tmigr_level_ns * static_cast<double>(tmigr_->walk_steps() - walks);
-    heap_.update(c, next);
+    queue_.update(c, next);
   }
   now_ = end_ns_;
   for (unsigned c = 0; c < n; ++c) {

@@ -8,6 +8,7 @@
 #include <queue>
 #include <vector>
 
+#include "timerlab/cpu_queue.hpp"
 #include "timerlab/engine.hpp"
 #include "timerlab/mod_timer.hpp"
 
@@ -88,32 +89,6 @@ struct TimerInfo {
   std::int64_t row = -1;
 };
 
-// Indexed min-heap of CPUs keyed by their next source time (ties: lower CPU).
-// Four children per node and the keys stored in the heap itself: every step
-// re-keys one CPU, and this is the hottest loop of a large machine.
-class CpuHeap {
- public:
-  explicit CpuHeap(unsigned n);
-  void update(unsigned cpu, std::int64_t t);
-  unsigned top() const { return heap_[0].cpu; }
-  std::int64_t top_time() const { return heap_[0].t; }
-
- private:
-  struct Node {
-    std::int64_t t;
-    unsigned cpu;
-    bool operator<(const Node& o) const { return t != o.t ? t < o.t : cpu < o.cpu; }
-  };
-  void place(std::size_t i, Node n) {
-    heap_[i] = n;
-    pos_[n.cpu] = static_cast<std::uint32_t>(i);
-  }
-  void sift_up(std::size_t i, Node n);
-  void sift_down(std::size_t i, Node n);
-  std::vector<Node> heap_;
-  std::vector<std::uint32_t> pos_;
-};
-
 class Engine final : public TmigrHost, public HardGlobalEvents {
  public:
   explicit Engine(const SimConfig& cfg);
@@ -161,7 +136,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   void wake_up_nohz_cpu(unsigned cpu);
   void send_ipi(unsigned to);
   void set_busy(unsigned cpu, bool busy);
-  void touch(unsigned cpu) { heap_.update(cpu, next_time(cpu)); }
+  void touch(unsigned cpu) { queue_.update(cpu, next_time(cpu)); }
   // tick_do_update_jiffies64: catch jiffies up with the clock (jiffies_duty).
   void update_jiffies() { jiffies_now_ = std::max(jiffies_now_, jiffies_at(now_)); }
   void account(unsigned cpu);
@@ -218,7 +193,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   TmigrLogTracer tracer_{log_};
   std::unique_ptr<Tmigr> tmigr_;
   std::vector<CpuState> cpus_;
-  CpuHeap heap_;
+  CpuQueue queue_;
   CpuMask busy_;  // CPUs running a task (not idle_cpu())
   std::vector<unsigned> node_idle_, node_size_;  // CPUs in an idle state, per node (package)
   std::vector<TaskState> tasks_;

@@ -24,35 +24,56 @@ int which_bucket(std::uint64_t duration_ns) {
   return menu::BUCKETS - 1;
 }
 
-unsigned get_typical_interval(const std::array<unsigned, menu::INTERVALS>& intervals) {
-  // Samples strictly between the thresholds take part; each failed round
-  // moves one threshold onto the extreme sample of the side further from
-  // the mean, so the loop runs at most INTERVALS/4 + 1 rounds.
-  std::int64_t min_thresh = -1;
-  std::int64_t max_thresh = UINT_MAX;
-  for (;;) {
-    unsigned max = 0;
-    unsigned min = UINT_MAX;
-    // Unsigned on purpose: the kernel sums squares in 64 bits and wraps
-    // (it builds with wrapping signed overflow); unsigned keeps the same bits
-    // without undefined behaviour.
-    std::uint64_t avg = 0;
-    std::uint64_t variance = 0;
-    unsigned divisor = 0;
-    for (unsigned v : intervals) {
-      const std::int64_t value = v;
-      if (value <= min_thresh || value >= max_thresh) continue;
-      ++divisor;
-      avg += v;
-      variance += static_cast<std::uint64_t>(v) * v;
-      max = std::max(max, v);
-      min = std::min(min, v);
-    }
-    // Nothing but zeros (or nothing at all): no pattern to speak of.
-    if (max == 0) return menu::NO_INTERVAL;
+namespace {
 
-    avg /= divisor;
-    variance /= divisor;
+// Sorts the ring with Knuth's 19-comparator network for 8 inputs: fixed
+// compare-exchanges without branches, where a sort's branches would be coin
+// tosses.
+std::array<unsigned, menu::INTERVALS> sorted(std::array<unsigned, menu::INTERVALS> s) {
+  static_assert(menu::INTERVALS == 8, "the sorting network is for 8 samples");
+  auto exchange = [&s](int i, int j) {
+    // Swap through a mask: with std::min/max the compiler may branch.
+    const unsigned d = (s[i] ^ s[j]) & (0u - static_cast<unsigned>(s[j] < s[i]));
+    s[i] ^= d;
+    s[j] ^= d;
+  };
+  exchange(0, 2), exchange(1, 3), exchange(4, 6), exchange(5, 7);
+  exchange(0, 4), exchange(1, 5), exchange(2, 6), exchange(3, 7);
+  exchange(0, 1), exchange(2, 3), exchange(4, 5), exchange(6, 7);
+  exchange(2, 4), exchange(3, 5);
+  exchange(1, 4), exchange(3, 6);
+  exchange(1, 2), exchange(3, 4), exchange(5, 6);
+  return s;
+}
+
+}  // namespace
+
+unsigned get_typical_interval(const std::array<unsigned, menu::INTERVALS>& intervals) {
+  // The kernel rescans the ring each round for the samples strictly between
+  // two thresholds; each failed round moves one threshold onto the extreme
+  // sample of the side further from the mean, so the loop runs at most
+  // INTERVALS/4 + 1 rounds. Sorted once, the samples taking part are a run
+  // s[lo, hi) and each round's sums are differences of prefix sums: the same
+  // numbers for a fraction of the work (this runs at every idle entry).
+  const std::array<unsigned, menu::INTERVALS> s = sorted(intervals);
+  // Unsigned on purpose: the kernel sums squares in 64 bits and wraps (it
+  // builds with wrapping signed overflow); unsigned keeps the same bits
+  // without undefined behaviour, and a difference of wrapped prefix sums is
+  // the wrapped sum of the run.
+  std::array<std::uint64_t, menu::INTERVALS + 1> sum{}, sum_sq{};
+  for (unsigned i = 0; i < menu::INTERVALS; ++i) {
+    sum[i + 1] = sum[i] + s[i];
+    sum_sq[i + 1] = sum_sq[i] + static_cast<std::uint64_t>(s[i]) * s[i];
+  }
+  unsigned lo = 0, hi = menu::INTERVALS;
+  while (hi > 0 && s[hi - 1] == UINT_MAX) --hi;  // the first upper threshold, UINT_MAX, leaves them out
+  for (;;) {
+    // Nothing but zeros (or nothing at all): no pattern to speak of.
+    if (hi == lo || s[hi - 1] == 0) return menu::NO_INTERVAL;
+    const unsigned min = s[lo], max = s[hi - 1];
+    const unsigned divisor = hi - lo;
+    const std::uint64_t avg = (sum[hi] - sum[lo]) / divisor;
+    std::uint64_t variance = (sum_sq[hi] - sum_sq[lo]) / divisor;
     const std::uint64_t avg_sq = avg * avg;
     variance -= avg_sq;  // mean of squares minus square of mean, never negative in integers
 
@@ -72,10 +93,11 @@ unsigned get_typical_interval(const std::array<unsigned, menu::INTERVALS>& inter
       return menu::NO_INTERVAL;
     }
 
+    // The new threshold leaves out every sample equal to the extreme.
     if (avg - min > max - avg) {
-      min_thresh = min;
+      while (lo < hi && s[lo] == min) ++lo;
     } else {
-      max_thresh = max;
+      while (hi > lo && s[hi - 1] == max) --hi;
     }
   }
 }

@@ -26,13 +26,14 @@
 // Every CPU has a handful of pending sources (its clock event — the periodic
 // tick or the stopped tick's programmed wakeup —, an IPI in flight, the end
 // of an interrupt, and its workload items); the engine keeps the earliest of
-// each CPU in an indexed heap over CPUs and processes sources in (time, CPU,
-// source) order, so a run is deterministic. The kernel code that runs at each
-// step is the models': an idle entry runs tick_nohz_next_event and
-// tick_nohz_stop_tick (which deactivate the CPU in the hierarchy and program
-// its wakeup); a tick runs run_local_timers and, if needed, the TIMER softirq
-// (own bases, then tmigr_handle_remote); an exit from idle restarts the tick
-// (timer_clear_idle activates the CPU in the hierarchy).
+// each CPU in a tournament tree over CPUs (cpu_queue.hpp) and processes
+// sources in (time, CPU, source) order, so a run is deterministic. The kernel
+// code that runs at each step is the models': an idle entry runs
+// tick_nohz_next_event and tick_nohz_stop_tick (which deactivate the CPU in
+// the hierarchy and program its wakeup); a tick runs run_local_timers and,
+// if needed, the TIMER softirq (own bases, then tmigr_handle_remote); an exit
+// from idle restarts the tick (timer_clear_idle activates the CPU in the
+// hierarchy).
 //
 // Idle: each pass of the idle loop asks the CPU's governor (idle.hpp) for a
 // state and whether to stop the tick, as cpuidle_idle_call does; an
