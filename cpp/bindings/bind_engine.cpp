@@ -257,31 +257,16 @@ py::dict usage_dict(const std::vector<std::vector<StateUsage>>& usage) {
   return d;
 }
 
-py::dict idle_periods_dict(std::vector<IdlePeriod>&& p) {
-  const std::size_t n = p.size();
-  std::vector<std::int32_t> cpu(n), state(n);
-  std::vector<std::int64_t> start(n), duration(n), predicted(n);
-  std::vector<std::uint8_t> cause(n), above(n), below(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    cpu[i] = p[i].cpu;
-    state[i] = p[i].state;
-    start[i] = p[i].start_ns;
-    duration[i] = p[i].duration_ns;
-    predicted[i] = p[i].predicted_ns;
-    cause[i] = static_cast<std::uint8_t>(p[i].cause);
-    above[i] = p[i].above;
-    below[i] = p[i].below;
-  }
-  p = {};
+py::dict idle_periods_dict(IdlePeriods&& p) {
   py::dict d;
-  d["cpu"] = to_numpy(std::move(cpu));
-  d["start_ns"] = to_numpy(std::move(start));
-  d["duration_ns"] = to_numpy(std::move(duration));
-  d["state"] = to_numpy(std::move(state));
-  d["predicted_ns"] = to_numpy(std::move(predicted));
-  d["cause"] = to_numpy(std::move(cause));
-  d["above"] = to_numpy(std::move(above));
-  d["below"] = to_numpy(std::move(below));
+  d["cpu"] = to_numpy(std::move(p.cpu));
+  d["start_ns"] = to_numpy(std::move(p.start_ns));
+  d["duration_ns"] = to_numpy(std::move(p.duration_ns));
+  d["state"] = to_numpy(std::move(p.state));
+  d["predicted_ns"] = to_numpy(std::move(p.predicted_ns));
+  d["cause"] = to_numpy(std::move(p.cause));
+  d["above"] = to_numpy(std::move(p.above));
+  d["below"] = to_numpy(std::move(p.below));
   return d;
 }
 

@@ -182,8 +182,8 @@ void Engine::finish_exit(unsigned cpu) {
   if (cfg_.record_events) log_.add(SimEvent::cpu_idle, {kCpuIdleExit, cpu});
   if (cfg_.record_idle) {
     cs.period_row = static_cast<std::int64_t>(res_.idle_periods.size());
-    res_.idle_periods.push_back({static_cast<std::int32_t>(cpu), cs.state, cs.idle_entry, residency, cs.predicted,
-                                 WakeCause::timer, above, below});
+    res_.idle_periods.add(static_cast<std::int32_t>(cpu), cs.state, cs.idle_entry, residency, cs.predicted,
+                          WakeCause::timer, above, below);
   }
   // tick_nohz_irq_enter: an interrupt on a CPU whose tick is stopped brings jiffies up to date.
   if (cfg_.jiffies_duty && cs.tick_stopped) update_jiffies();
@@ -218,7 +218,7 @@ void Engine::resolve_cause(unsigned cpu) {
       break;
   }
   ++res_.cpus[cpu].wakeups_by[static_cast<int>(cause)];
-  if (cs.period_row >= 0) res_.idle_periods[static_cast<std::size_t>(cs.period_row)].cause = cause;
+  if (cs.period_row >= 0) res_.idle_periods.cause[static_cast<std::size_t>(cs.period_row)] = static_cast<std::uint8_t>(cause);
   cs.period_row = -1;
 }
 

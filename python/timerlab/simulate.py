@@ -96,22 +96,23 @@ def simulate(cfg: Config) -> Result:
     return Result(cfg, per_cpu, timers, residency, idle, summary, events, wall)
 
 
+# The frames below wrap the core's fresh arrays (copy=False): pandas would
+# otherwise copy every column into blocks, a few % of a large run's time.
+
 def _per_cpu(cfg: Config, cols: dict) -> pd.DataFrame:
-    df = pd.DataFrame({"cpu": np.arange(cfg.topology.cpus), "node": np.asarray(cfg.topology.node_of_cpu)})
-    for name, values in cols.items():
-        df[name] = values
-    df["avg_power_mw"] = df["energy_uj"] / (cfg.duration_ns / 1e9) / 1000
-    return df
+    avg_power_mw = cols["energy_uj"] / (cfg.duration_ns / 1e9) / 1000
+    return pd.DataFrame({"cpu": np.arange(cfg.topology.cpus), "node": np.asarray(cfg.topology.node_of_cpu),
+                         **cols, "avg_power_mw": avg_power_mw}, copy=False)
 
 
 def _residency(cols: dict, states: list) -> pd.DataFrame:
-    df = pd.DataFrame({"cpu": cols["cpu"],
-                       "state": pd.Categorical.from_codes(cols["state"], categories=states),
-                       "hits": cols["hits"], "total_ns": cols["total_ns"]})
-    df["avg_ns"] = (df["total_ns"] / df["hits"].where(df["hits"] > 0)).astype("Float64")
-    df["min_ns"], df["max_ns"] = cols["min_ns"], cols["max_ns"]
-    df["above"], df["below"] = cols["above"], cols["below"]
-    return df
+    hits = cols["hits"]
+    avg = pd.array(cols["total_ns"] / np.where(hits > 0, hits, 1), dtype="Float64")
+    avg[hits == 0] = pd.NA
+    return pd.DataFrame({"cpu": cols["cpu"], "state": pd.Categorical.from_codes(cols["state"], categories=states),
+                         "hits": hits, "total_ns": cols["total_ns"], "avg_ns": avg,
+                         "min_ns": cols["min_ns"], "max_ns": cols["max_ns"],
+                         "above": cols["above"], "below": cols["below"]}, copy=False)
 
 
 def _idle_periods(cols: dict, states: list) -> pd.DataFrame:
@@ -121,7 +122,7 @@ def _idle_periods(cols: dict, states: list) -> pd.DataFrame:
         "predicted_ns": cols["predicted_ns"],
         "cause": pd.Categorical.from_codes(cols["cause"].astype(np.int8), categories=CAUSES),
         "above": cols["above"].astype(bool), "below": cols["below"].astype(bool),
-    })
+    }, copy=False)
 
 
 def _timers(cfg: Config, cols: dict, function_names, core_workload: dict) -> pd.DataFrame:

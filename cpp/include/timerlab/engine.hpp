@@ -163,12 +163,26 @@ struct TimerRow {
   TimerOutcome outcome;
 };
 
-// One idle period of one CPU, from entry to the end of the exit.
-struct IdlePeriod {
-  std::int32_t cpu, state;
-  std::int64_t start_ns, duration_ns, predicted_ns;
-  WakeCause cause;
-  bool above, below;
+// The idle periods of a run, one row per period of one CPU from entry to the
+// end of the exit, kept as columns: a large run has ~10^6 of them, and the
+// bindings hand columns to NumPy without copying or transposing them.
+struct IdlePeriods {
+  std::vector<std::int32_t> cpu, state;
+  std::vector<std::int64_t> start_ns, duration_ns, predicted_ns;
+  std::vector<std::uint8_t> cause, above, below;  // cause: a WakeCause
+
+  std::size_t size() const { return cpu.size(); }
+  void add(std::int32_t c, std::int32_t st, std::int64_t start, std::int64_t duration, std::int64_t predicted,
+           WakeCause why, bool is_above, bool is_below) {
+    cpu.push_back(c);
+    state.push_back(st);
+    start_ns.push_back(start);
+    duration_ns.push_back(duration);
+    predicted_ns.push_back(predicted);
+    cause.push_back(static_cast<std::uint8_t>(why));
+    above.push_back(is_above);
+    below.push_back(is_below);
+  }
 };
 
 // Per CPU and idle state, the cpuidle sysfs counters and more.
@@ -180,7 +194,7 @@ struct StateUsage {
 struct SimResult {
   std::vector<CpuCounters> cpus;
   std::vector<std::vector<StateUsage>> usage;  // [cpu][state]
-  std::vector<IdlePeriod> idle_periods;
+  IdlePeriods idle_periods;
   std::vector<TimerRow> timers;
   std::vector<EventRow> events;
   std::uint64_t steps = 0;        // sources processed
