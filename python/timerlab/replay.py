@@ -18,10 +18,16 @@ What is replayed (the script) and what is simulated:
 * **tasks** — when each CPU runs a task and when its idle task runs, from
   ``sched_switch`` to and from ``swapper/N`` (pid 0); where the switch away
   from the idle task is missing (CPU 1 of the 2-CPU VM), the first event
-  another task logs there. The idle loop itself (idle entries, governor,
-  tick stop) is the simulation's — unless ``tick="trace"``, which imposes
-  the kernel's tick decision at each idle entry, to study the timer and
-  hierarchy models given the same idle/tick states.
+  another task logs there. A task woken by the interrupt that ends an idle
+  period runs from that interrupt (the kernel's idle loop does not enter
+  idle again). The idle loop itself (idle entries, governor, tick stop) is
+  the simulation's — unless ``tick="kept"``, which keeps the tick at the
+  idle entries where the kernel kept it (for reasons no trace records:
+  rcu_needs_cpu, irq_work; on a CPU that logs no cpu_idle, when its tick
+  was re-armed periodically while swapper ran) and simulates the rest, or
+  ``tick="trace"``, which imposes every decision.
+* **the state at the start** — which idle CPUs' tick runs (``initial_tick``:
+  they tick within two periods), who holds the jiffies-update duty.
 * **device interrupts** — an idle period whose first event is not the tick
   (``hrtimer_expire_entry`` of ``tick_nohz_handler``/``tick_sched_timer``) nor
   a task wakeup that then runs a task — e.g. an hrtimer sleep
@@ -41,18 +47,24 @@ monotonic); the simulation runs in monotonic time, ``start_ns`` being the
 monotonic time of the trace's first replayed event, and its jiffies equal the
 trace's: jiffies = monotonic // TICK_NSEC + a constant read off the trace as
 :func:`timerlab.fidelity.wheel_replay` does (``SimConfig.initial_jiffies``).
-The kernel's jiffies lag that grid when its ticks run late (under qemu, at a
-fifth of the timer starts, by 1-4 jiffies): only the CPU holding the
-jiffies-update duty advances them at its tick. ``jiffies="kernel"`` models
-that (``SimConfig.jiffies_duty``, with each CPU's tick as late as in the
-trace: ``tick_delay`` items), ``"grid"`` keeps jiffies on the grid, and
+Each tick fires as late as traced (``tick_delay`` items, measured from the
+grid point its hrtimer was programmed for: a tick a period or more late
+swallowed that grid point's tick). The kernel's jiffies lag the grid when
+its ticks run late (under qemu, at a fifth of the timer starts, by 1-4
+jiffies): only the CPU holding the jiffies-update duty advances them at its
+tick. ``jiffies="kernel"`` models that (``SimConfig.jiffies_duty``; the
+holder at the start and each hand-over as the recorded jiffies show them:
+``jiffies_duty`` items), ``"grid"`` keeps jiffies on the grid, and
 ``"auto"`` (default) picks the one that reproduces more of the jiffies values
 the kernel recorded (98.7 % vs 78.7 % on the 16-CPU qemu trace: "kernel";
 the 2-CPU VM: "grid").
 
+Idle: a trace whose cpu_idle events all say state 1 comes from a machine
+without a cpuidle driver (``governor="none"``); see :func:`to_config`.
+
 ``tl.validate(trace)`` (fidelity_report.py) replays the trace under the
-kernel's own policy and compares the simulation with what the kernel
-recorded.
+kernel's own policy (``tick="kept"``) and compares the simulation with what
+the kernel recorded.
 """
 from __future__ import annotations
 
@@ -65,9 +77,9 @@ import pandas as pd
 from .config import Config
 from .fidelity import _column, _expiry_detaches, _tick_jiffies_offset
 from .wheel import parse_timer_flags
-from .replay_trace import (OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_TICK, TICK_FUNCTIONS, _clock_offset,
-                           _default_idle, _device_interrupts, _infer_hz, _initial_duty, _initial_ticks, _jiffies_fit, _kernel_of, _hidden_tick_policies,
-                           _node_of_cpu, _task_intervals, _tick_delays, _tick_policies)
+from .replay_trace import (OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_TICK, _clock_offset, _default_idle,
+                           _device_interrupts, _hidden_tick_policies, _infer_hz, _initial_duty, _initial_ticks,
+                           _jiffies_fit, _kernel_of, _node_of_cpu, _task_intervals, _tick_delays, _tick_policies)
 from .workloads import Component, CpuSelection, Workload
 
 __all__ = ["Script", "to_workload", "to_config", "REQUIRED_EVENTS"]
@@ -213,7 +225,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     t_first = int(run["ts_ns"].min())
     t_last = int(run["ts_ns"].max())
     # The first events may be interrupts whose clock reading (now=) precedes
-    # their timestamp: the replay starts just before the earliest.
+    # their timestamp: the replay starts just before the earliest of them
+    # (a few dozen events in; later ones are later than the first timestamp).
     first_now = run["now_ns"].iloc[:64].min() if "now_ns" in run else pd.NA
     start_ns = t_first - offset if pd.isna(first_now) else min(t_first - offset, int(first_now) - 1)
     if start_ns < 0:
