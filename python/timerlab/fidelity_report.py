@@ -220,9 +220,10 @@ def validate(trace, **overrides) -> FidelityReport:
         worst = kept.loc[(kept["tick_stops_sim"] - kept["tick_stops_trace"]).idxmax()]
         notes.append(f"on CPU(s) {kept['cpu'].tolist()} the kernel stopped the tick less often than the simulation "
                      f"(CPU {int(worst['cpu'])}: {int(worst['tick_stops_trace'])} vs {int(worst['tick_stops_sim'])}) "
-                     "for reasons a trace does not show (RCU callbacks pending, rcu_needs_cpu: not modelled); a CPU "
-                     "whose tick runs expires its own global timers, so most expiring_cpu disagreements follow. "
-                     "validate(trace, tick='kept') imposes the ticks the kernel kept, tick='trace' all its tick decisions")
+                     "for reasons a trace does not show (rcu_needs_cpu, irq_work: not modelled; the kernel kept the "
+                     "tick at nearly every first idle entry after a task); a CPU whose tick runs expires its own "
+                     "global timers, so most expiring_cpu disagreements follow. validate(trace) (tick='kept', the "
+                     "default) reads the ticks the kernel kept off the trace, tick='trace' all its tick decisions")
     if hidden:
         notes.append(f"CPU(s) {hidden} log no cpu_idle: idle entries and tick stops not compared there")
     items.append(_handovers(trace, res, cfg.start_ns + script.clock_offset_ns))
