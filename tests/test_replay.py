@@ -236,3 +236,22 @@ def test_core_rejects_bad_scripts(traces):
         tl.simulate(_with_items(cfg, bad_cpu))
     with pytest.raises(ValueError, match="16 CPUs"):
         cfg.replace(cpus=8)
+
+
+def test_replay_options_that_touch_what_it_reads_off_the_trace(traces, monkeypatch):
+    """Review fixes: an idle table or governor passed to to_config is not
+    overridden by the trace's default idle; validate keeps its event log
+    whatever record_events says; a trace that starts with no CPU ticking
+    still gets the jiffies duty model (the first ticking CPU takes it)."""
+    tr = traces[QEMU16.name]
+    assert tr.to_config().governor == "none"
+    cfg = tr.to_config(idle_states="skx")
+    assert cfg.governor == "menu" and cfg.idle_states.name == "skx"
+    rep = tl.validate(tr, record_events=False)
+    assert rep.expiring_cpu.agreement >= 0.95
+    assert any("no cpuidle driver" in n for n in rep.notes)
+    monkeypatch.setattr(replay, "_initial_duty", lambda *a, **k: -1)
+    s = replay._script_of(tr.to_workload())
+    assert s.jiffies_duty and s.jiffies_duty_cpu == -1
+    assert (s.items["op"] == replay_trace.OP_DUTY).sum() >= 1
+    assert any("jiffies='kernel'" in n and "98." in n for n in s.notes)

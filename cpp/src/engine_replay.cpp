@@ -82,7 +82,7 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
         if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "duration_ns must be in [0, 1000 s]");
         break;
       case ScriptOp::tick_delay:
-        if (it.duration_ns < 0) bad(i, "tick_delay must be >= 0");
+        if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "tick_delay must be in [0, 1000 s]");
         break;
       case ScriptOp::tick_policy:
         if (it.flags > 2) bad(i, "tick_policy must be 0 (governor), 1 (keep) or 2 (stop)");
@@ -192,10 +192,11 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
     case ScriptOp::tick_delay:
       // The item delays the tick of the grid point after its own time —
       // which, for an item from before the start, may still be ahead
-      // although the grid point is behind. Later ticks keep the lateness,
-      // but less than a tick of it: a delay of a tick or more is a stall
-      // that swallowed this grid point's tick (the next one comes late).
-      cs.tick_delay_ns = std::min<std::int64_t>(it.duration_ns, static_cast<std::int64_t>(tick_nsec_) - 1);
+      // although the grid point is behind. Later ticks keep the lateness. A
+      // delay of a tick or more is a stall that swallowed this grid point's
+      // tick: the next one comes late, and then the tick is back on the grid
+      // (hrtimer_forward) with its usual lateness.
+      if (it.duration_ns < static_cast<std::int64_t>(tick_nsec_)) cs.tick_delay_ns = it.duration_ns;
       if (!cs.tick_stopped) {
         const std::int64_t own = next_tick_after(it.t_ns) + it.duration_ns;
         cs.next_tick = own >= now_ ? own : next_tick_after(now_) + cs.tick_delay_ns;
@@ -206,7 +207,11 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       break;
     case ScriptOp::jiffies_duty:
       if (!cfg_.jiffies_duty) break;  // jiffies on the grid: no duty
-      do_timer_cpu_ = it.flags ? -1 : static_cast<int>(it.target_cpu);
+      // Taking the duty happens at a tick. A CPU whose tick the simulation
+      // stopped (where the kernel kept it) cannot hold it: the next ticking
+      // CPU takes it instead (the kernel's stalled-jiffies catch-up, after
+      // 5 ticks without progress, is not modelled).
+      do_timer_cpu_ = it.flags || cpus_[it.target_cpu].tick_stopped ? -1 : static_cast<int>(it.target_cpu);
       if (do_timer_cpu_ >= 0) update_jiffies();
       break;
     case ScriptOp::external_irq:

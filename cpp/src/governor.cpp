@@ -32,13 +32,20 @@ int first_enabled(const IdleTable& t) {
 // No cpuidle driver (kernel/sched/idle.c, cpuidle_idle_call when
 // cpuidle_not_available): no governor is asked, the tick is always offered
 // to stop (tick_nohz_idle_stop_tick) and the CPU runs the architecture's
-// default idle (default_idle_call, x86 HLT) — the first state of the table.
-// Virtual machines without cpuidle-haltpoll run this way: their traces show
-// cpu_idle state 1 only.
+// default idle (default_idle_call, x86 HLT), which halts and never polls —
+// the first enabled state of the table that does not poll (any first state
+// if all poll). Virtual machines without cpuidle-haltpoll run this way:
+// their traces show cpu_idle state 1 only.
 class NoDriverGovernor final : public Governor {
  public:
   explicit NoDriverGovernor(const GovernorParams& p) : table_(p.table) {}
-  int select(IdleContext& /*ctx*/, bool* /*stop_tick*/) override { return first_enabled(*table_); }
+  int select(IdleContext& /*ctx*/, bool* /*stop_tick*/) override {
+    for (std::size_t i = 0; i < table_->states.size(); ++i) {
+      const IdleState& s = table_->states[i];
+      if (!s.disabled && !s.polling) return static_cast<int>(i);
+    }
+    return first_enabled(*table_);
+  }
   void reflect(int, std::int64_t, bool) override {}
   std::int64_t predicted_ns() const override { return 0; }
 

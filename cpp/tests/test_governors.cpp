@@ -920,11 +920,13 @@ TEST(GovernorNone, DefaultIdleAlwaysOffersToStopTheTick) {
   ctx.delta_tick_ns = 10 * kUs;
   auto g = make_governor("none", params(t));
   Pick p = sel(*g, ctx);
-  EXPECT_EQ(p.idx, POLL);
+  EXPECT_EQ(p.idx, C1);  // default idle halts: it never polls
   EXPECT_TRUE(p.stop_tick);
   EXPECT_EQ(ctx.calls, 0);
-  t.states[POLL].disabled = true;
-  EXPECT_EQ(sel(*g, ctx).idx, C1);
+  t.states[C1].disabled = true;
+  EXPECT_EQ(sel(*g, ctx).idx, C1E);
+  for (auto& s : t.states) s.disabled = s.polling ? false : true;
+  EXPECT_EQ(sel(*g, ctx).idx, POLL);  // nothing but polling left
   EXPECT_FALSE(g->post_hoc());
 }
 

@@ -139,6 +139,10 @@ def validate(trace, **overrides) -> FidelityReport:
     RCU); ``tick="trace"`` imposes every tick decision (then ``tick_stops``
     is no measure).
 
+    ``report.per_cpu`` counts leave out each CPU's idle period in progress at
+    the start (its entry and tick stop precede the trace); the result's own
+    ``per_cpu`` counts it. The run always keeps its event log.
+
     ``trace``: a :class:`~timerlab.Trace` or the path of a trace file.
     Raises ValueError listing the missing events if the trace lacks any of
     REQUIRED_EVENTS + cpu_idle, tick_stop.
@@ -150,7 +154,7 @@ def validate(trace, **overrides) -> FidelityReport:
         trace = read_ftrace(trace)
     _require(trace, VALIDATE_EVENTS, "validate")
     overrides.setdefault("tick", "kept")
-    cfg = to_config(trace, **{"record_events": True, **overrides})
+    cfg = to_config(trace, **{**overrides, "record_events": True})  # the comparisons read the event log
     script = _script_of(cfg.workload)
     res = simulate(cfg)
     notes = list(script.notes)
@@ -226,6 +230,9 @@ def validate(trace, **overrides) -> FidelityReport:
                      "default) reads the ticks the kernel kept off the trace, tick='trace' all its tick decisions")
     if hidden:
         notes.append(f"CPU(s) {hidden} log no cpu_idle: idle entries and tick stops not compared there")
+    if cfg.governor == "none" and not {"idle_states", "governor"} & set(overrides):
+        notes.append("idle: no cpuidle driver, inferred from cpu_idle showing state 1 only (default_idle_call; "
+                     "a driver whose only state used is 1 looks the same: pass idle_states= and governor=)")
     items.append(_handovers(trace, res, cfg.start_ns + script.clock_offset_ns))
     return FidelityReport(trace.path, cfg, items, per_cpu, x, res, notes)
 

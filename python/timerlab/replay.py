@@ -25,7 +25,8 @@ What is replayed (the script) and what is simulated:
   idle entries where the kernel kept it (for reasons no trace records:
   rcu_needs_cpu, irq_work; on a CPU that logs no cpu_idle, when its tick
   was re-armed periodically while swapper ran) and simulates the rest, or
-  ``tick="trace"``, which imposes every decision.
+  ``tick="trace"``, which imposes every decision (on a CPU that logs no
+  cpu_idle, as "kept": its stops do not show).
 * **the state at the start** — which idle CPUs' tick runs (``initial_tick``:
   they tick within two periods), who holds the jiffies-update duty.
 * **device interrupts** — an idle period whose first event is not the tick
@@ -278,7 +279,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     ticking = [c for c in range(nr_cpus) if initial_busy[c] or initial_tick[c] == 1]
     duty_cpu = _initial_duty(run, offset, j0, tick_ns, ticking)
     handovers = []  # of the jiffies duty, as the trace's jiffies show them
-    fit = _jiffies_fit(run, offset, j0, tick_ns, holder=duty_cpu, handovers=handovers)
+    fit = _jiffies_fit(run, offset, j0, tick_ns, holder=None if duty_cpu < 0 else duty_cpu, handovers=handovers)
     if jiffies == "auto":
         jiffies = "kernel" if fit["kernel"] > fit["grid"] else "grid"
         notes.append(f"jiffies={jiffies!r}: it gives the kernel's recorded jiffies at {100 * fit[jiffies]:.1f} % of "
@@ -348,7 +349,8 @@ def to_config(trace, **overrides) -> Config:
     workload = overrides.pop("workload", None) or to_workload(trace, hz=hz, tick=tick, jiffies=jiffies)
     s = _script_of(workload)
     node_of_cpu = _node_of_cpu(trace.events, s.nr_cpus)
-    idle = "none" if _default_idle(trace.events) else "vm"
+    # The trace's own idle only when the caller sets neither part of it.
+    idle = "none" if not {"idle_states", "governor"} & set(overrides) and _default_idle(trace.events) else "vm"
     args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=_kernel_of(trace.path), idle_states=idle,
                 governor="none" if idle == "none" else "menu",
                 start_ns=s.start_ns, duration_ns=max(1, s.end_ns - s.start_ns + 1), workload=workload)

@@ -190,7 +190,7 @@ def _jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
     function, now_ns, state = _column(sel, "function", ""), _column(sel, "now_ns"), _column(sel, "state")
     expires, timeout = _column(sel, "expires_jiffies"), _column(sel, "timeout_jiffies")
     now_j = _column(sel, "now_jiffies")
-    prev_pid, line = _column(sel, "prev_pid"), _column(sel, "line")
+    prev_pid, line, success = _column(sel, "prev_pid"), _column(sel, "line"), _column(sel, "success")
     jif, stopped = None, set()
     ok_grid = ok_kernel = total = 0
     for i, e in enumerate(event):
@@ -206,6 +206,8 @@ def _jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
                 if holder == c:
                     jif = max(jif, now_ns[i] // tick_ns + j0)
         elif e == "tick_stop":
+            if success[i] == 0:  # a failed stop (nohz_full dependency) keeps the tick and the duty
+                continue
             stopped.add(c)
             if holder == c:
                 holder = None
@@ -319,6 +321,7 @@ def _hidden_tick_policies(ev, cpus):
             period[c] = None
         elif p is not None and e == "hrtimer_start" and str(function[i]) in TICK_FUNCTIONS and str(mode[i]) == "ABS":
             p[2] = True
+    out += [(p[0], c, int(p[2]), p[1]) for c, p in period.items() if p is not None]  # open at the end
     return out
 
 
