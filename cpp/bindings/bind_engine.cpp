@@ -217,7 +217,6 @@ SimConfig config_of(const py::dict& d) {
     c.initial_jiffies = wd["initial_jiffies"].cast<jiffies_t>();
   }
   if (wd.contains("jiffies_duty")) c.jiffies_duty = wd["jiffies_duty"].cast<bool>();
-  if (wd.contains("jiffies_duty_cpu")) c.jiffies_duty_cpu = wd["jiffies_duty_cpu"].cast<int>();
   return c;
 }
 

@@ -20,9 +20,6 @@ void SimConfig::validate() const {
   if (start_ns < 0) bad("start_ns must be >= 0, got " + std::to_string(start_ns));
   if (duration_ns > (std::int64_t{1} << 62) - start_ns) bad("duration_ns is too long");
   if (ipi_latency_ns < 0) bad("ipi_latency_ns must be >= 0");
-  if (jiffies_duty_cpu < -1 || jiffies_duty_cpu >= static_cast<int>(topology.nr_cpus)) {
-    bad("jiffies_duty_cpu " + std::to_string(jiffies_duty_cpu) + " is not a CPU");
-  }
   if (deferrable != DeferrablePolicy::legacy && !pull_model) {
     bad("deferrable policies other than 'legacy' need the pull model (a timer migration hierarchy)");
   }
@@ -40,7 +37,6 @@ Engine::Engine(const SimConfig& cfg)
   now_ = cfg_.start_ns;
   end_ns_ = cfg_.start_ns + cfg_.duration_ns;
   jiffies_now_ = jiffies_at(now_);
-  do_timer_cpu_ = cfg_.jiffies_duty_cpu;
   cpu_timers_.reserve(n);
   HardGlobalEvents* hard = cfg_.deferrable == DeferrablePolicy::global_nowake ? this : nullptr;
   for (unsigned c = 0; c < n; ++c) cpu_timers_.emplace_back(pool_, cfg_.hz, jiffies_at(now_), c, hard);

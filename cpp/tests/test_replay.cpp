@@ -134,25 +134,26 @@ TEST(Replay, JiffiesDutyMakesOtherCpusSeeStaleJiffies) {
 
 TEST(Replay, TheTraceHandsTheJiffiesDutyOver) {
   // As above, CPU 0 ticks 2 ms late; but the trace says CPU 1 holds the
-  // duty from the start (jiffies_duty_cpu), then hands it to CPU 0 at
-  // 1150 ms (a jiffies_duty item): CPU 1's timers see current jiffies at
-  // its own on-time tick before, stale ones after.
+  // duty from the start, then hands it to CPU 0 at 1150 ms (jiffies_duty
+  // items): CPU 1's timers see current jiffies at its own on-time tick
+  // before, stale ones after.
   SimConfig c = replay_config(2);
   c.duration_ns = 300 * kMs;
   c.jiffies_duty = true;
-  c.jiffies_duty_cpu = 1;
   c.workload.script.initial_busy = {1, 1};
+  ScriptItem start = op(1000 * kMs, 1, ScriptOp::jiffies_duty);
+  start.target_cpu = 1;
   ScriptItem late = op(1001 * kMs, 0, ScriptOp::tick_delay);
   late.duration_ns = 2 * kMs;
   ScriptItem hand = op(1150 * kMs, 0, ScriptOp::jiffies_duty);
   hand.target_cpu = 0;
-  c.workload.script.items = {late, arm(1002 * kMs, 1, 0, kJ0 + 250 + 25, TIMER_PINNED),
+  c.workload.script.items = {start, late, arm(1002 * kMs, 1, 0, kJ0 + 250 + 25, TIMER_PINNED),
                              arm(1110 * kMs, 1, 1, kJ0 + 275 + 25, TIMER_PINNED), hand};
   const SimResult r = simulate(c);
   ASSERT_EQ(r.timers.size(), 2u);
   EXPECT_EQ(r.timers[0].end_ns, 1104 * kMs);  // bucket kJ0 + 276 at 1104 ms: CPU 1 updated jiffies itself
   EXPECT_EQ(r.timers[1].end_ns, 1208 * kMs);  // bucket kJ0 + 301 at 1204 ms, seen at CPU 1's next tick
-  c.jiffies_duty_cpu = 2;
+  c.workload.script.items[0].target_cpu = 2;  // not a CPU
   EXPECT_THROW(simulate(c), std::invalid_argument);
 }
 

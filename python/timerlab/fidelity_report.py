@@ -186,17 +186,10 @@ def validate(trace, **overrides) -> FidelityReport:
         "expiring_cpu", float(x["agrees"].mean()) if len(x) else None, len(x), int(x["agrees"].sum()),
         x[~x["agrees"]],
         f"global timers; {unknown} expiries of timers armed before the trace left out"))
-    ci = ev[ev["event"] == "cpu_idle"]
-    entries = ci[ci["state"] != CPU_IDLE_EXIT].groupby("cpu").size()
-    ts = ev[ev["event"] == "tick_stop"]
-    ts = ts[ts["success"].fillna(1) == 1] if "success" in ts else ts
-    stops = ts.groupby("cpu").size()
-    pc = res.per_cpu
+    entries, stops = _idle_counts(ev)
     # The simulation's idle period in progress at the start (its entry and
     # tick stop happened before the trace, which cannot show them) is not counted.
-    se = res.events[res.events["ts_ns"] > cfg.start_ns]
-    sim_entries = se[(se["event"] == "cpu_idle") & (se["state"] != CPU_IDLE_EXIT)].groupby("cpu").size()
-    sim_stops = se[se["event"] == "tick_stop"].groupby("cpu").size()
+    sim_entries, sim_stops = _idle_counts(res.events[res.events["ts_ns"] > cfg.start_ns])
     n = cfg.topology.cpus
     per_cpu = pd.DataFrame({
         "cpu": np.arange(n),
@@ -235,6 +228,15 @@ def validate(trace, **overrides) -> FidelityReport:
                      "a driver whose only state used is 1 looks the same: pass idle_states= and governor=)")
     items.append(_handovers(trace, res, cfg.start_ns + script.clock_offset_ns))
     return FidelityReport(trace.path, cfg, items, per_cpu, x, res, notes)
+
+
+def _idle_counts(ev) -> tuple:
+    """Idle entries and successful tick stops per CPU of an event log (a
+    trace's or the simulation's: same event names and fields)."""
+    ci = ev[ev["event"] == "cpu_idle"]
+    ts = ev[ev["event"] == "tick_stop"]
+    ts = ts[ts["success"].fillna(1) == 1] if "success" in ts else ts
+    return ci[ci["state"] != CPU_IDLE_EXIT].groupby("cpu").size(), ts.groupby("cpu").size()
 
 
 def _handovers(trace, res, start_ts) -> FidelityItem:

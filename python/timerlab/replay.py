@@ -131,11 +131,9 @@ class Script:
     source: str = ""
     notes: tuple = field(default=())
     jiffies_duty: bool = False
-    jiffies_duty_cpu: int = -1   # with jiffies_duty: the CPU holding the duty at the start
 
     def __eq__(self, other):
-        scalars = ("source", "start_ns", "end_ns", "hz", "initial_jiffies", "jiffies_duty", "jiffies_duty_cpu",
-                   "initial_busy", "initial_tick",
+        scalars = ("source", "start_ns", "end_ns", "hz", "initial_jiffies", "jiffies_duty", "initial_busy", "initial_tick",
                    "nr_cpus", "clock_offset_ns", "function_names")
         return (isinstance(other, Script) and all(getattr(self, k) == getattr(other, k) for k in scalars)
                 and self.items.equals(other.items) and np.array_equal(self.pointers, other.pointers))
@@ -150,8 +148,7 @@ class Script:
                 f"{parts})")
 
     def to_core(self, fn, topology) -> tuple:
-        """(columns, initial_jiffies, jiffies_duty, jiffies_duty_cpu) for the core; ``fn`` maps a callback
-        name to its code."""
+        """(columns, initial_jiffies, jiffies_duty) for the core; ``fn`` maps a callback name to its code."""
         if self.nr_cpus > topology.cpus:
             raise ValueError(f"script: the trace has {self.nr_cpus} CPUs, the config {topology.cpus}")
         codes = np.array([fn(n) for n in self.function_names] or [0], dtype=np.uint16)
@@ -164,7 +161,7 @@ class Script:
             target_cpu=it["target_cpu"].to_numpy(np.uint32), duration_ns=it["duration_ns"].to_numpy(np.int64),
             nr_keys=len(self.pointers), initial_busy=list(self.initial_busy) + pad,
             initial_tick=list(self.initial_tick) + pad)
-        return cols, self.initial_jiffies, self.jiffies_duty, self.jiffies_duty_cpu
+        return cols, self.initial_jiffies, self.jiffies_duty
 
 
 # ---------------------------------------------------------------------------
@@ -285,6 +282,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         notes.append(f"jiffies={jiffies!r}: it gives the kernel's recorded jiffies at {100 * fit[jiffies]:.1f} % of "
                      f"the timer events (the other model: {100 * min(fit.values()):.1f} %)")
     if jiffies == "kernel":
+        if duty_cpu >= 0:  # the holder at the start: an item there, before any tick
+            handovers.insert(0, (start_ns + offset, 0, duty_cpu, duty_cpu))
         for ts, line, cpu, holder in handovers:
             rows.append((ts, line, cpu, OP_DUTY, 0, 0, int(holder is None), 0, cpu if holder is None else holder, 0))
     # Each tick as late as traced (with either jiffies model: a tick tens of µs
@@ -325,8 +324,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     return Script(items=items, function_names=tuple(fnames), pointers=np.array(pointers, dtype=np.uint64),
                   initial_busy=tuple(initial_busy), initial_tick=tuple(initial_tick), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
-                  notes=tuple(notes), jiffies_duty=jiffies == "kernel",
-                  jiffies_duty_cpu=duty_cpu if jiffies == "kernel" else -1)
+                  notes=tuple(notes), jiffies_duty=jiffies == "kernel")
 
 
 def _script_of(workload) -> Script:

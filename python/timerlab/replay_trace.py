@@ -156,7 +156,7 @@ def _task_intervals(ev, nr_cpus, idle_cpus, clock_offset):
         if e == "sched_switch" and prev_pid[i] is not None and next_pid[i] is not None:
             if prev_pid[i] == 0 and next_pid[i] != 0:
                 if state.get(c) != "busy":
-                    t, ln = wake.get(c) or (ts[i], line[i]) if c in idle_cpus else (ts[i], line[i])
+                    t, ln = (wake.get(c) or (ts[i], line[i])) if c in idle_cpus else (ts[i], line[i])
                     rows.append((t, ln, c, OP_BUSY, 0, 0, 0, 0, c, 0))
                 state[c] = "busy"
                 wake.pop(c, None)

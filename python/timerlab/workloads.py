@@ -148,8 +148,7 @@ class Workload:
                 # A replayed trace (timerlab.replay.Script): its timed operations and its jiffies.
                 if "script" in out:
                     raise ValueError("a workload holds at most one script (one replayed trace)")
-                (out["script"], out["initial_jiffies"], out["jiffies_duty"],
-                 out["jiffies_duty_cpu"]) = p["script"].to_core(fn, topology)
+                out["script"], out["initial_jiffies"], out["jiffies_duty"] = p["script"].to_core(fn, topology)
         out["busy_cpus"] = sorted(set(out["busy_cpus"]))
         out["function_names"] = names or ["timer"]
         return out

@@ -103,9 +103,6 @@ struct SimConfig {
   // a CPU whose tick is stopped takes an interrupt. Off: jiffies are always
   // current (the tick grid).
   bool jiffies_duty = false;
-  // With jiffies_duty: the CPU holding the duty at the start (-1: nobody;
-  // a replay reads it off the trace, which starts long after boot).
-  int jiffies_duty_cpu = -1;
   std::int64_t duration_ns = 1'000'000'000;
   std::uint64_t seed = 1;
   std::int64_t ipi_latency_ns = 1000;
