@@ -154,16 +154,61 @@ def test_validate_with_the_traces_tick_decisions(traces):
         tr.to_workload(tick="governor")
 
 
+def _tick_kept_after_a_task(trace) -> tuple[int, int]:
+    """From the trace alone: of the idle entries that decide the tick (it
+    runs) and come before the CPU's first tick since a task switched out
+    there, how many kept the tick. A tick_stop precedes its cpu_idle entry."""
+    ev = trace.events
+    ev = ev[ev["event"].isin(["sched_switch", "hrtimer_expire_entry", "tick_stop", "cpu_idle"])]
+    task_since_tick, stop_seen, stopped = {}, {}, {}
+    kept = decided = 0
+    for e in ev.itertuples():
+        if e.event == "sched_switch":
+            if not str(e.prev_comm).startswith("swapper"):
+                task_since_tick[e.cpu] = True
+            if not str(e.next_comm).startswith("swapper"):
+                stopped[e.cpu] = False  # leaving idle restarts the tick
+        elif e.event == "hrtimer_expire_entry":
+            if e.function == "tick_nohz_handler":
+                task_since_tick[e.cpu] = False
+        elif e.event == "tick_stop":
+            stop_seen[e.cpu] = True
+        elif e.state != 4294967295:  # a cpu_idle entry
+            c = int(e.cpu_id)
+            if not stopped.get(c, False) and task_since_tick.get(c, False):
+                decided += 1
+                kept += not stop_seen.get(c, False)
+            stopped[c] = stopped.get(c, False) or stop_seen.get(c, False)
+            stop_seen[c] = False
+        else:
+            stop_seen[int(e.cpu_id)] = False
+    return kept, decided
+
+
+def test_the_kernel_keeps_the_tick_until_its_first_tick_after_a_task(traces):
+    """The fact behind Config(rcu_needs_cpu=True), in every trace (6.12 and
+    6.18): an idle entry before the CPU's first tick since a task ran keeps
+    the tick (measured 3063/3065, 3888/3894, 924/924, 3383/3384)."""
+    for name, tr in traces.items():
+        kept, decided = _tick_kept_after_a_task(tr)
+        assert decided > 500, name
+        assert kept >= 0.995 * decided, (name, kept, decided)
+
+
 def test_validate_with_every_tick_simulated(traces):
-    """Every tick decision simulated (no RCU model): measured 56.0 % expiring
-    CPU, 80.7 % tick stops, against 98.3 / 99.1 % with the kept ticks read off
-    the trace (the default); the report says why."""
+    """Every tick decision simulated, with the RCU model (the default): on the
+    16-CPU trace measured 91.0 % expiring CPU and 95.1 % tick stops; without
+    it (rcu_needs_cpu=False) 56.0 / 81.0 %; with the kept ticks read off the
+    trace (the default) 98.3 / 98.9 %. The report says what the rest is."""
     tr = traces[QEMU16.name]
     kept, simulated = tl.validate(tr), tl.validate(tr, tick="simulated")
-    assert kept.expiring_cpu.agreement > simulated.expiring_cpu.agreement + 0.2
-    assert kept.tick_stops.agreement > simulated.tick_stops.agreement + 0.1
+    no_rcu = tl.validate(tr, tick="simulated", rcu_needs_cpu=False)
+    assert simulated.expiring_cpu.agreement >= 0.88 and simulated.tick_stops.agreement >= 0.93
+    assert simulated.expiring_cpu.agreement > no_rcu.expiring_cpu.agreement + 0.25
+    assert simulated.tick_stops.agreement > no_rcu.tick_stops.agreement + 0.1
+    assert kept.expiring_cpu.agreement > simulated.expiring_cpu.agreement
     assert any("tick='kept'" in n for n in kept.notes)
-    assert any("rcu_needs_cpu" in n for n in simulated.notes)
+    assert any("grace period" in n for n in simulated.notes)
 
 
 def test_validate_32cpu_and_the_vm_traces(traces):

@@ -197,6 +197,7 @@ SimConfig config_of(const py::dict& d) {
   c.deferrable = deferrable_policy_of(get<std::string>(d, "deferrable"));
   c.tmigr_setup = get<bool>(d, "numa_tree_fix") ? TmigrSetup::fixed : TmigrSetup::v6_12;
   c.remote_expires_self = get<bool>(d, "remote_expires_self");
+  c.rcu_needs_cpu = get<bool>(d, "rcu_needs_cpu");
   c.start_ns = get<std::int64_t>(d, "start_ns");
   c.duration_ns = get<std::int64_t>(d, "duration_ns");
   c.seed = get<std::uint64_t>(d, "seed");

@@ -45,8 +45,16 @@ void Engine::idle_iteration(unsigned cpu) {
 std::int64_t Engine::tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::uint64_t basem) {
   CpuState& cs = cpus_[cpu];
   TimerCpu& tc = cpu_timers_[cpu];
-  const std::uint64_t next = cfg_.pull_model ? tc.get_next_timer_interrupt(basej, basem, tick_nsec_, tmigr_.get(), nullptr)
-                                             : tc.get_next_timer_interrupt_push(basej, basem, tick_nsec_);
+  std::uint64_t next;
+  if (cfg_.rcu_needs_cpu && cs.rcu_pending && cs.script_tick != 2) {
+    // RCU needs the CPU: the next tick, without asking the timer bases (and
+    // so without the hierarchy's quick check). A replay imposing the
+    // trace's "stop" overrides it, as any imposed decision does.
+    next = basem + tick_nsec_;
+  } else {
+    next = cfg_.pull_model ? tc.get_next_timer_interrupt(basej, basem, tick_nsec_, tmigr_.get(), nullptr)
+                           : tc.get_next_timer_interrupt_push(basej, basem, tick_nsec_);
+  }
   cs.expires_computed = true;
   // At most a tick away while the tick runs: keep it.
   if (next - basem <= tick_nsec_ && !cs.tick_stopped) {

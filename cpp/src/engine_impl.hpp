@@ -48,6 +48,7 @@ struct CpuState {
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool in_idle_loop = false;
+  bool rcu_pending = false;    // rcu_needs_cpu: a task ran since this CPU's last tick
   bool tick_stopped = false;
   std::int64_t next_tick = 0;            // periodic tick, when it runs
   std::int64_t wakeup = INT64_MAX;       // the stopped tick's programmed wakeup

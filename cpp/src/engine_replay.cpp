@@ -187,6 +187,7 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       break;
     case ScriptOp::idle_start:
       cs.script_busy = false;
+      cs.rcu_pending = true;  // the trace's task switched out
       if (cs.act == Activity::run && cs.running < 0 && !cs.always_busy) run_next_task(cpu);
       break;
     case ScriptOp::tick_delay:

@@ -96,6 +96,33 @@ TEST(Engine, OnePeriodicTimerOnOneCpuByHand) {
   EXPECT_EQ(cpu.ipis_received, 0u);
 }
 
+// rcu_needs_cpu: a CPU that switched away from a task keeps its tick at the
+// idle entry that follows (every real trace: 99.8-100 % of those entries);
+// its next tick does RCU's work, wakes it, and the next pass of the idle
+// loop stops the tick. One sleeper on one CPU: each cycle costs one tick
+// wakeup more than with timers alone deciding.
+TEST(Engine, RcuKeepsTheTickUntilTheNextTickAfterATask) {
+  for (bool rcu : {true, false}) {
+    SimConfig c = base_config(1, true);
+    c.rcu_needs_cpu = rcu;
+    c.workload.tasks.push_back(sleeper(0, 30));
+    const SimResult r = simulate(c);
+    const CpuCounters& cpu = r.cpus[0];
+    ASSERT_GT(cpu.tasks_woken, 25u);
+    const std::uint64_t by_tick = cpu.wakeups_by[static_cast<int>(WakeCause::tick)];
+    // Each sleep stops the tick once, either way (the first cycle may begin
+    // before the task's first run).
+    EXPECT_NEAR(static_cast<double>(cpu.tick_stops), static_cast<double>(cpu.tasks_woken), 1.0);
+    if (rcu) {
+      EXPECT_NEAR(static_cast<double>(by_tick), static_cast<double>(cpu.tasks_woken), 1.0) << "one tick wakeup per sleep";
+      EXPECT_NEAR(static_cast<double>(cpu.wakeups), 2.0 * static_cast<double>(cpu.tasks_woken), 2.0);
+    } else {
+      EXPECT_EQ(by_tick, 0u) << "timers alone: the tick stops at once";
+      EXPECT_NEAR(static_cast<double>(cpu.wakeups), static_cast<double>(cpu.tasks_woken), 1.0);
+    }
+  }
+}
+
 // Reference §9 item 10 (the series' cover letter): on a mostly idle machine
 // a sleeper's process_timeout timer is expired remotely by the busy
 // migrator, which wakes the task on its own CPU with an IPI; the task re-arms

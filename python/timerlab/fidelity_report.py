@@ -130,14 +130,15 @@ def validate(trace, **overrides) -> FidelityReport:
       agreement being 1 - sum |sim - trace| / sum trace over groups.
 
     ``tick`` (default ``"kept"``): the kernel keeps the tick of an idle CPU
-    for reasons a trace does not record — RCU callbacks queued
-    (rcu_needs_cpu), irq_work, the architecture — so by default the replay
-    reads them off the trace as "the kernel kept the tick at this idle
-    entry"; every tick stop, every idle state, timer, wakeup and the
+    for reasons a trace does not record — RCU callbacks waiting for a grace
+    period (rcu_needs_cpu), irq_work, the architecture — so by default the
+    replay reads them off the trace as "the kernel kept the tick at this
+    idle entry"; every tick stop, every idle state, timer, wakeup and the
     hierarchy stay the simulation's. ``tick="simulated"`` decides every tick
-    itself (no RCU model: it stops the tick where the kernel kept it for
-    RCU); ``tick="trace"`` imposes every tick decision (then ``tick_stops``
-    is no measure).
+    itself, with the engine's RCU model (``Config(rcu_needs_cpu=True)``: the
+    tick kept until the first tick after a task, not for a whole grace
+    period); ``tick="trace"`` imposes every tick decision (then
+    ``tick_stops`` is no measure).
 
     ``report.per_cpu`` counts leave out each CPU's idle period in progress at
     the start (its entry and tick stop precede the trace); the result's own
@@ -217,10 +218,11 @@ def validate(trace, **overrides) -> FidelityReport:
         worst = kept.loc[(kept["tick_stops_sim"] - kept["tick_stops_trace"]).idxmax()]
         notes.append(f"on CPU(s) {kept['cpu'].tolist()} the kernel stopped the tick less often than the simulation "
                      f"(CPU {int(worst['cpu'])}: {int(worst['tick_stops_trace'])} vs {int(worst['tick_stops_sim'])}) "
-                     "for reasons a trace does not show (rcu_needs_cpu, irq_work: not modelled; the kernel kept the "
-                     "tick at nearly every first idle entry after a task); a CPU whose tick runs expires its own "
-                     "global timers, so most expiring_cpu disagreements follow. validate(trace) (tick='kept', the "
-                     "default) reads the ticks the kernel kept off the trace, tick='trace' all its tick decisions")
+                     "for reasons a trace does not show (RCU callbacks waiting for a grace period, irq_work; the "
+                     "simulation keeps the tick for RCU only until the first tick after a task); a CPU whose tick "
+                     "runs expires its own global timers, so most expiring_cpu disagreements follow. validate(trace) "
+                     "(tick='kept', the default) reads the ticks the kernel kept off the trace, tick='trace' all its "
+                     "tick decisions")
     if hidden:
         notes.append(f"CPU(s) {hidden} log no cpu_idle: idle entries and tick stops not compared there")
     if cfg.governor == "none" and not {"idle_states", "governor"} & set(overrides):

@@ -21,9 +21,10 @@ What is replayed (the script) and what is simulated:
   another task logs there. A task woken by the interrupt that ends an idle
   period runs from that interrupt (the kernel's idle loop does not enter
   idle again). The idle loop itself (idle entries, governor, tick stop) is
-  the simulation's — unless ``tick="kept"``, which keeps the tick at the
+  the simulation's (with its RCU model: the tick kept until the first tick
+  after a task) — unless ``tick="kept"``, which keeps the tick at the
   idle entries where the kernel kept it (for reasons no trace records:
-  rcu_needs_cpu, irq_work; on a CPU that logs no cpu_idle, when its tick
+  RCU callbacks waiting for a grace period, irq_work; on a CPU that logs no cpu_idle, when its tick
   was re-armed periodically while swapper ran) and simulates the rest, or
   ``tick="trace"``, which imposes every decision (on a CPU that logs no
   cpu_idle, as "kept": its stops do not show).

@@ -9,8 +9,11 @@
 // Theory of operation
 // -------------------
 //   idle entry / every pass of the idle loop:
-//     1. tick_nohz_next_event: the next timer event (timer_cpu.hpp); if it
-//        is at most a tick away and the tick still runs -> keep the tick.
+//     1. tick_nohz_next_event: if RCU needs the CPU (rcu_needs_cpu: a task
+//        ran since the CPU's last tick, whose context switch left RCU work
+//        for that tick) the next event is the next tick; else the next
+//        timer event (timer_cpu.hpp). If it is at most a tick away and the
+//        tick still runs -> keep the tick.
 //     2. tick_nohz_stop_tick: try to mark the timer base idle (6.9+: this
 //        deactivates the CPU in the timer-migration hierarchy, which may
 //        hand back the system's first global event); if the base could not
@@ -30,12 +33,19 @@
 // re-evaluates its timers) still takes the CPU out of the idle loop and back
 // in, through tick_nohz_idle_exit: the hierarchy sees it active for a moment.
 //
+// The governor (idle.hpp) chooses the state and whether to offer the tick
+// to stop at each pass; without a cpuidle driver (governor "none") the tick
+// is always offered, as cpuidle_idle_call does.
+//
 // Simplifications vs. the kernel
-//   * No governor (issue: idle states): every pass asks to stop the tick and
-//     sleeps in state 1; the deepest-state and tick-keeping decisions of
-//     menu/teo are not made here.
-//   * The jiffies-update duty (tick_do_timer_cpu) and its max-deferment cap
-//     are not modelled; RCU, irq_work and softirq-pending vetoes neither.
+//   * RCU keeps the tick only until the CPU's first tick after a task
+//     (Config rcu_needs_cpu; every real trace shows the kernel keeping the
+//     tick at 99.8-100 % of the first idle entries after a task); callbacks
+//     that keep a CPU ticking until a grace period ends (the kernel keeps
+//     it at ~16 % of the entries one tick later) are not modelled, nor the
+//     irq_work and softirq-pending vetoes.
+//   * The jiffies-update duty (tick_do_timer_cpu) is modelled only for
+//     replays (SimConfig::jiffies_duty); its max-deferment cap is not.
 #pragma once
 
 namespace timerlab {
