@@ -188,7 +188,10 @@ def _tick_kept_after_a_task(trace) -> tuple[int, int]:
 def test_the_kernel_keeps_the_tick_until_its_first_tick_after_a_task(traces):
     """The fact behind Config(rcu_needs_cpu=True), in every trace (6.12 and
     6.18): an idle entry before the CPU's first tick since a task ran keeps
-    the tick (measured 3063/3065, 3888/3894, 924/924, 3383/3384)."""
+    the tick (measured 3063/3065, 3888/3894, 924/924, 3383/3384). This
+    checks the traces (and this reading of them), not the engine; the
+    engine's side is test_validate_with_every_tick_simulated and the C++
+    Engine.RcuKeepsTheTickUntilTheNextTickAfterATask."""
     for name, tr in traces.items():
         kept, decided = _tick_kept_after_a_task(tr)
         assert decided > 500, name

@@ -243,3 +243,23 @@ def test_config_repr_and_replace():
     assert cfg.topology.cpus == 16
     with pytest.raises(AttributeError):
         cfg.cpus = 3
+
+
+def test_rcu_needs_cpu_option():
+    """The tick model after a task (Config.rcu_needs_cpu): a bool, shown in
+    the repr when off, carried by replace and pickle, and it changes a run
+    with tasks (the tick kept after each task wakes the CPU) but not one
+    without."""
+    import pickle
+
+    with pytest.raises(TypeError, match="rcu_needs_cpu"):
+        tl.Config(rcu_needs_cpu="no")
+    w = tl.workloads.sleepers(cpus=[1], sleep_ns=tl.dist.uniform(5_000_000, 20_000_000)) + tl.workloads.idle()
+    on = tl.Config(cpus=4, workload=w, duration_ns=500_000_000)
+    off = on.replace(rcu_needs_cpu=False)
+    assert "rcu_needs_cpu" not in repr(on) and "rcu_needs_cpu=False" in repr(off)
+    assert pickle.loads(pickle.dumps(off)) == off != on
+    r_on, r_off = tl.simulate(on).per_cpu, tl.simulate(off).per_cpu
+    assert r_on.loc[1, "wakeups_tick"] > 0.9 * r_on.loc[1, "tasks_woken"] and r_off.loc[1, "wakeups_tick"] == 0
+    idle = tl.Config(cpus=4, workload=tl.workloads.idle(), duration_ns=500_000_000)
+    assert tl.simulate(idle).per_cpu.equals(tl.simulate(idle.replace(rcu_needs_cpu=False)).per_cpu)

@@ -207,7 +207,7 @@ void Engine::set_busy(unsigned cpu, bool busy) {
 
 void Engine::tick(unsigned cpu) {
   ++res_.cpus[cpu].ticks;
-  cpus_[cpu].rcu_pending = false;  // rcu_sched_clock_irq: the RCU softirq does the work
+  cpus_[cpu].rcu_pending = false;  // the traces' window ends at the first tick (rcu_needs_cpu)
   if (cfg_.jiffies_duty) {  // tick_sched_do_timer
     if (do_timer_cpu_ < 0) do_timer_cpu_ = static_cast<int>(cpu);
     if (do_timer_cpu_ == static_cast<int>(cpu)) update_jiffies();

@@ -47,9 +47,9 @@ std::int64_t Engine::tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::ui
   TimerCpu& tc = cpu_timers_[cpu];
   std::uint64_t next;
   if (cfg_.rcu_needs_cpu && cs.rcu_pending && cs.script_tick != 2) {
-    // RCU needs the CPU: the next tick, without asking the timer bases (and
-    // so without the hierarchy's quick check). A replay imposing the
-    // trace's "stop" overrides it, as any imposed decision does.
+    // The CPU is needed (rcu_needs_cpu): the next tick, without asking the
+    // timer bases (and so without the hierarchy's quick check). A replay
+    // imposing the trace's "stop" overrides it, as any imposed decision does.
     next = basem + tick_nsec_;
   } else {
     next = cfg_.pull_model ? tc.get_next_timer_interrupt(basej, basem, tick_nsec_, tmigr_.get(), nullptr)

@@ -237,7 +237,7 @@ void Engine::task_burst_end(unsigned cpu, int task) {
   const std::int64_t sleep = spec.sleep_ns.sample_ns(ts.rng);
   ts.sleeping = true;
   cs.running = -1;
-  cs.rcu_pending = true;  // the context switch leaves RCU work for the next tick
+  cs.rcu_pending = true;  // the tick stays until the next one runs (rcu_needs_cpu, engine.hpp)
   if (spec.sleep_on_timer) {
     arm(cpu, ts.sleep_timer, jiffies() + timeout_jiffies(sleep), MOD_TIMER_NOTPENDING);  // schedule_timeout
   } else {

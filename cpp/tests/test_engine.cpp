@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 
 #include "timerlab/engine.hpp"
 
@@ -102,8 +103,9 @@ TEST(Engine, OnePeriodicTimerOnOneCpuByHand) {
 // loop stops the tick. One sleeper on one CPU: each cycle costs one tick
 // wakeup more than with timers alone deciding.
 TEST(Engine, RcuKeepsTheTickUntilTheNextTickAfterATask) {
-  for (bool rcu : {true, false}) {
-    SimConfig c = base_config(1, true);
+  for (bool rcu : {true, false}) for (bool pull : {true, false}) {
+    SCOPED_TRACE(std::string(rcu ? "rcu" : "no rcu") + (pull ? ", pull" : ", push"));
+    SimConfig c = base_config(1, pull);
     c.rcu_needs_cpu = rcu;
     c.workload.tasks.push_back(sleeper(0, 30));
     const SimResult r = simulate(c);

@@ -16,6 +16,8 @@ from timerlab.experiment import plot_main, save_figure  # noqa: E402
 PARTS = [("sleeper_wakeups_timer", "sleeper CPU: its timer"),
          ("sleeper_wakeups_ipi", "sleeper CPU: IPI after remote expiry"),
          ("sleeper_wakeups_remote_duty", "sleeper CPU: migrator duty"),
+         ("sleeper_wakeups_tick", "sleeper CPU: the tick kept after the task"),
+         ("sleeper_wakeups_irq", "sleeper CPU: device interrupt"),
          ("other_wakeups", "other CPUs")]
 
 

@@ -39,6 +39,9 @@ def run(quick: bool) -> pd.DataFrame:
                          sleeper_wakeups_timer=int(sleepers["wakeups_timer"].sum()),
                          sleeper_wakeups_ipi=int(sleepers["wakeups_ipi"].sum() + sleepers["wakeups_task"].sum()),
                          sleeper_wakeups_remote_duty=int(sleepers["wakeups_remote_duty"].sum()),
+                         # The tick kept after the task ran (Config.rcu_needs_cpu) ends many sleeps' first idle period.
+                         sleeper_wakeups_tick=int(sleepers["wakeups_tick"].sum()),
+                         sleeper_wakeups_irq=int(sleepers["wakeups_irq"].sum()),
                          other_wakeups=int(others["wakeups"].sum()),
                          remote_expiries=int(r.summary["timers_expired_remote"]),
                          energy_uj=r.summary["energy_uj"]))

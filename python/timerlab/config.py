@@ -51,11 +51,13 @@ class Config:
     them), "global_nowake" (global, but a fully idle system never wakes for
     them — no kernel has it). Pinned deferrable timers stay local.
     ``rcu_needs_cpu`` (default True): a CPU that switched away from a task
-    keeps its tick at idle entries until its next tick has run — RCU's work
-    from the context switch (kernel/rcu/tree.c rcu_needs_cpu, asked by
-    tick_nohz_next_event), which every real trace shows at 99.8-100 % of
-    such entries; callbacks that keep a CPU ticking for a whole grace period
-    are not modelled. False: timers alone decide.
+    keeps its tick at idle entries until its next tick has run, as every
+    real trace here shows at 99.8-100 % of such entries. The kernel keeps
+    the tick when tick_nohz_next_event finds the CPU needed — RCU callbacks
+    queued (rcu_needs_cpu, the likeliest here), irq_work or a pending timer
+    softirq; the traces do not say which, so the model is empirical. Ticks
+    kept longer (12-60 % of the entries one tick later: callbacks waiting
+    for a grace period?) are not modelled. False: timers alone decide.
 
     Idle: ``idle_states`` (a preset of timerlab.idle_states: "skx" (default),
     "icx", "spr", "skl", "acpi", "vm", "none"; or a table: list of dicts or

@@ -134,11 +134,12 @@ def validate(trace, **overrides) -> FidelityReport:
     period (rcu_needs_cpu), irq_work, the architecture — so by default the
     replay reads them off the trace as "the kernel kept the tick at this
     idle entry"; every tick stop, every idle state, timer, wakeup and the
-    hierarchy stay the simulation's. ``tick="simulated"`` decides every tick
-    itself, with the engine's RCU model (``Config(rcu_needs_cpu=True)``: the
-    tick kept until the first tick after a task, not for a whole grace
-    period); ``tick="trace"`` imposes every tick decision (then
-    ``tick_stops`` is no measure).
+    hierarchy stay the simulation's — including the engine's tick model
+    (``Config(rcu_needs_cpu=True)``: the tick kept from a task switching out
+    to the CPU's next tick), which can also keep the tick where the kernel
+    stopped it. ``tick="simulated"`` decides every tick itself, with that
+    model; ``tick="trace"`` imposes every tick decision (then ``tick_stops``
+    is no measure).
 
     ``report.per_cpu`` counts leave out each CPU's idle period in progress at
     the start (its entry and tick stop precede the trace); the result's own
@@ -219,8 +220,8 @@ def validate(trace, **overrides) -> FidelityReport:
         notes.append(f"on CPU(s) {kept['cpu'].tolist()} the kernel stopped the tick less often than the simulation "
                      f"(CPU {int(worst['cpu'])}: {int(worst['tick_stops_trace'])} vs {int(worst['tick_stops_sim'])}) "
                      "for reasons a trace does not show (RCU callbacks waiting for a grace period, irq_work; the "
-                     "simulation keeps the tick for RCU only until the first tick after a task); a CPU whose tick "
-                     "runs expires its own global timers, so most expiring_cpu disagreements follow. validate(trace) "
+                     "simulation keeps the tick only from a task switching out to the CPU's next tick); a CPU whose "
+                     "tick runs expires its own global timers, so most expiring_cpu disagreements follow. validate(trace) "
                      "(tick='kept', the default) reads the ticks the kernel kept off the trace, tick='trace' all its "
                      "tick decisions")
     if hidden:

@@ -21,11 +21,13 @@ What is replayed (the script) and what is simulated:
   another task logs there. A task woken by the interrupt that ends an idle
   period runs from that interrupt (the kernel's idle loop does not enter
   idle again). The idle loop itself (idle entries, governor, tick stop) is
-  the simulation's (with its RCU model: the tick kept until the first tick
-  after a task) — unless ``tick="kept"``, which keeps the tick at the
-  idle entries where the kernel kept it (for reasons no trace records:
-  RCU callbacks waiting for a grace period, irq_work; on a CPU that logs no cpu_idle, when its tick
-  was re-armed periodically while swapper ran) and simulates the rest, or
+  the simulation's (with its tick model, ``Config(rcu_needs_cpu=True)``:
+  the tick kept from a task switching out to the CPU's next tick) — unless
+  ``tick="kept"``, which keeps the tick at the idle entries where the
+  kernel kept it (for reasons no trace records: RCU callbacks waiting for
+  a grace period, irq_work; on a CPU that logs no cpu_idle, when its tick
+  was re-armed periodically while swapper ran) and simulates the rest (the
+  tick model included, which can keep a tick the kernel stopped), or
   ``tick="trace"``, which imposes every decision (on a CPU that logs no
   cpu_idle, as "kept": its stops do not show).
 * **the state at the start** — which idle CPUs' tick runs (``initial_tick``:

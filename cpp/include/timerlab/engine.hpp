@@ -53,9 +53,9 @@
 //   * The jiffies-update duty is modelled only with jiffies_duty (replays
 //     of real traces, whose ticks run late); otherwise jiffies is always
 //     current. timekeeping_max_deferment is not modelled.
-//   * RCU is modelled only as rcu_needs_cpu's effect on the tick: a CPU
+//   * RCU is not modelled; its effect on the tick is, empirically: a CPU
 //     that switched away from a task keeps its tick until its next tick
-//     (nohz.hpp); no grace periods, no callbacks.
+//     (rcu_needs_cpu below, nohz.hpp); no grace periods, no callbacks.
 #pragma once
 
 #include <cstdint>
@@ -106,10 +106,11 @@ struct SimConfig {
   // a CPU whose tick is stopped takes an interrupt. Off: jiffies are always
   // current (the tick grid).
   bool jiffies_duty = false;
-  // rcu_needs_cpu (kernel/rcu/tree.c, asked by tick_nohz_next_event): a CPU
-  // that switched away from a task has RCU work (callbacks, a quiescent
-  // state to report) that its next tick processes; until that tick runs, an
-  // idle entry keeps the tick. Off: only timers decide.
+  // tick_nohz_next_event keeps the tick while something needs the CPU
+  // (rcu_needs_cpu: RCU callbacks queued; irq_work; a pending timer
+  // softirq). Modelled from the real traces: after a task switches out, an
+  // idle entry keeps the tick until the CPU's next tick has run (nohz.hpp).
+  // Off: only timers decide.
   bool rcu_needs_cpu = true;
   std::int64_t duration_ns = 1'000'000'000;
   std::uint64_t seed = 1;

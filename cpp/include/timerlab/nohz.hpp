@@ -9,9 +9,10 @@
 // Theory of operation
 // -------------------
 //   idle entry / every pass of the idle loop:
-//     1. tick_nohz_next_event: if RCU needs the CPU (rcu_needs_cpu: a task
-//        ran since the CPU's last tick, whose context switch left RCU work
-//        for that tick) the next event is the next tick; else the next
+//     1. tick_nohz_next_event: if something needs the CPU's next tick (the
+//        kernel asks rcu_needs_cpu, irq_work_needs_cpu and whether the
+//        timer softirq is pending; modelled: a task ran since the CPU's last
+//        tick, see below) the next event is the next tick; else the next
 //        timer event (timer_cpu.hpp). If it is at most a tick away and the
 //        tick still runs -> keep the tick.
 //     2. tick_nohz_stop_tick: try to mark the timer base idle (6.9+: this
@@ -38,12 +39,16 @@
 // is always offered, as cpuidle_idle_call does.
 //
 // Simplifications vs. the kernel
-//   * RCU keeps the tick only until the CPU's first tick after a task
-//     (Config rcu_needs_cpu; every real trace shows the kernel keeping the
-//     tick at 99.8-100 % of the first idle entries after a task); callbacks
-//     that keep a CPU ticking until a grace period ends (the kernel keeps
-//     it at ~16 % of the entries one tick later) are not modelled, nor the
-//     irq_work and softirq-pending vetoes.
+//   * "Something needs the next tick" is modelled empirically (Config
+//     rcu_needs_cpu): from a task switching out to the CPU's next tick.
+//     Every real trace here (6.12, 6.18) shows the kernel keeping the tick
+//     at 99.8-100 % of the idle entries in that window; they do not show
+//     which of the three checks said so — RCU callbacks queued by the task
+//     (rcu_needs_cpu) is the likeliest, hence the name. One tick later the
+//     kernel still keeps the tick at 12-60 % of the entries (callbacks
+//     waiting for a grace period?): not modelled. Kernels before 5.17
+//     (RCU_FAST_NO_HZ, rcu_needs_cpu with a next-event time) may differ;
+//     the option is not tied to a kernel version.
 //   * The jiffies-update duty (tick_do_timer_cpu) is modelled only for
 //     replays (SimConfig::jiffies_duty); its max-deferment cap is not.
 #pragma once
