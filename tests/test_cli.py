@@ -62,6 +62,19 @@ def test_wheel_replays_the_bundled_trace(tmp_path, capsys):
     assert (tmp_path / "wheel_slack.png").stat().st_size > 0
 
 
+def test_validate_prints_the_report_with_the_chosen_tick_model(capsys):
+    from conftest import TRACE_DIR
+
+    trace = TRACE_DIR / "vm2-fsync-sleep-hz250.trace.txt.xz"
+    reports = {}
+    for flags in ([], ["--no-rcu-tick"]):
+        assert cli.main(["validate", str(trace), "--tick", "simulated", *flags]) == 0
+        reports[bool(flags)] = capsys.readouterr().out
+    assert all("expiring_cpu" in out for out in reports.values())
+    expected = tl.validate(tl.read_ftrace(trace), tick="simulated", rcu_needs_cpu=False)
+    assert reports[True] == str(expected) + "\n" and reports[True] != reports[False]
+
+
 def test_run_writes_the_tables_of_the_configured_run(config_file, tmp_path, capsys):
     assert cli.main(["run", str(config_file), "--out", str(tmp_path / "run"), "--no-plot"]) == 0
     cfg = tl.config_file.load_config(config_file).config

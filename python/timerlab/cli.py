@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--tick", choices=["kept", "simulated", "trace"], default="kept",
                    help="the kernel's tick decisions in idle: the kept ones read off the trace (default), "
                         "all simulated, or all imposed")
+    v.add_argument("--no-rcu-tick", action="store_true",
+                   help="timers alone decide when the tick stops (Config rcu_needs_cpu=False): no tick kept "
+                        "from a task switching out to the CPU's next tick")
     w = command("wheel", "replay a trace's timer events through the wheel and show the slack it adds",
                 "timerlab-wheel")
     w.add_argument("trace", type=Path, nargs="?", help="ftrace text (.txt, .xz, .gz); default: a bundled trace")

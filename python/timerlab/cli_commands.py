@@ -124,7 +124,7 @@ def replay(args) -> int:
 def validate(args) -> int:
     import timerlab as tl
 
-    print(tl.validate(tl.read_ftrace(args.trace), tick=args.tick))
+    print(tl.validate(tl.read_ftrace(args.trace), tick=args.tick, rcu_needs_cpu=not args.no_rcu_tick))
     return 0
 
 
