@@ -99,8 +99,8 @@ TEST(Engine, OnePeriodicTimerOnOneCpuByHand) {
 
 // rcu_needs_cpu: a CPU that switched away from a task keeps its tick at the
 // idle entry that follows (every real trace: 99.8-100 % of those entries);
-// its next tick does RCU's work, wakes it, and the next pass of the idle
-// loop stops the tick. One sleeper on one CPU: each cycle costs one tick
+// its next tick wakes it, and the next pass of the idle loop stops the
+// tick. One sleeper on one CPU: each cycle costs one tick
 // wakeup more than with timers alone deciding.
 TEST(Engine, RcuKeepsTheTickUntilTheNextTickAfterATask) {
   for (bool rcu : {true, false}) for (bool pull : {true, false}) {
