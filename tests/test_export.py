@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import timerlab as tl
-from timerlab import export
-from timerlab._events import schema as sim_schema
+from timerlab.trace import export
+from timerlab.trace.events import schema as sim_schema
 
 TRACES = Path(__file__).parent / "data" / "traces"
 CPU_IDLE_EXIT = 4294967295

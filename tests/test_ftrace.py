@@ -143,7 +143,7 @@ def test_trace_api(real):
 def test_small_chunks_give_the_same_frame(monkeypatch):
     path = TRACES[-1]
     whole = tl.read_ftrace(path).events
-    monkeypatch.setattr("timerlab.trace._CHUNK_BYTES", 4093)  # lines cut everywhere
+    monkeypatch.setattr("timerlab.trace.read._CHUNK_BYTES", 4093)  # lines cut everywhere
     pd.testing.assert_frame_equal(tl.read_ftrace(path).events, whole)
 
 
@@ -336,7 +336,7 @@ def test_reader_thread_errors_reach_the_caller(tmp_path, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr("timerlab.trace._open", lambda name: (Failing(), "plain"))
+    monkeypatch.setattr("timerlab.trace.read._open", lambda name: (Failing(), "plain"))
     with pytest.raises(RuntimeError, match="disk on fire"):
         tl.read_ftrace(tmp_path / "whatever.txt")
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import timerlab as tl
-from timerlab import replay, replay_trace
+from timerlab import replay
 
 from conftest import RECORDINGS, TRACE_DIR
 
@@ -55,7 +55,7 @@ def test_replay_keeps_every_timer_start_on_its_cpu(replayed):
 def test_replay_aligns_time_and_jiffies(traces):
     tr = traces[QEMU16.name]
     cfg = tr.to_config()
-    s = replay._script_of(cfg.workload)
+    s = replay.script_of(cfg.workload)
     assert cfg.topology.cpus == 16 and cfg.topology.nodes == 2
     assert list(cfg.topology.node_of_cpu) == [0] * 8 + [1] * 8
     assert cfg.hz == 250 and cfg.kernel == "6.12" and cfg.placement == "pull"
@@ -85,20 +85,20 @@ def test_replay_under_another_policy(traces):
 def test_jiffies_model_is_chosen_by_the_trace(traces):
     """jiffies="auto": the model that reproduces the jiffies the kernel
     recorded — the update duty under qemu (late ticks), the grid on the VM."""
-    qemu = replay._script_of(traces[QEMU16.name].to_workload())
+    qemu = replay.script_of(traces[QEMU16.name].to_workload())
     assert qemu.jiffies_duty and any("jiffies='kernel'" in n and "98.7 %" in n for n in qemu.notes)
     # The state at the start, read off the trace: CPU 7 idles with its tick running (it ticks 0.14 ms
     # after the start), CPU 1 with it stopped (first tick 12.6 ms later), CPU 9 runs a task; the duty
     # holder is a CPU whose tick runs, and the trace hands the duty over a few times.
     assert qemu.initial_tick[7] == 1 and qemu.initial_tick[1] == 2 and qemu.initial_tick[9] == 0
-    duty = qemu.items[qemu.items["op"] == replay_trace.OP_DUTY]
+    duty = qemu.items[qemu.items["op"] == replay.OP_DUTY]
     holder = int(duty["target_cpu"].iloc[0])
     assert duty["t_ns"].iloc[0] == qemu.start_ns  # the holder at the start
     assert qemu.initial_busy[holder] or qemu.initial_tick[holder] == 1
     assert len(duty) >= 2
-    vm = replay._script_of(traces["vm2-idle-hz250.trace.txt.xz"].to_workload())
+    vm = replay.script_of(traces["vm2-idle-hz250.trace.txt.xz"].to_workload())
     assert not vm.jiffies_duty and any("jiffies='grid'" in n for n in vm.notes)
-    assert not replay._script_of(traces[QEMU16.name].to_workload(jiffies="grid")).jiffies_duty
+    assert not replay.script_of(traces[QEMU16.name].to_workload(jiffies="grid")).jiffies_duty
     with pytest.raises(ValueError, match="jiffies="):
         traces[QEMU16.name].to_workload(jiffies="exact")
 
@@ -233,8 +233,8 @@ def test_validate_32cpu_and_the_vm_traces(traces):
         blind = (x["base_cpu"] == 1) | (x["cpu_trace"] == 1)
         assert blind.any() and x.loc[blind, "why"].str.contains("not in the trace").all()
         assert any("whose idle periods and ticks the trace does not show" in n for n in vm.notes)
-    s = replay._script_of(traces["vm2-fsync-sleep-hz250.trace.txt.xz"].to_workload(tick="kept"))
-    cpu1 = s.items[(s.items["op"] == replay_trace.OP_TICK) & (s.items["cpu"] == 1)]
+    s = replay.script_of(traces["vm2-fsync-sleep-hz250.trace.txt.xz"].to_workload(tick="kept"))
+    cpu1 = s.items[(s.items["op"] == replay.OP_TICK) & (s.items["cpu"] == 1)]
     assert set(cpu1["flags"]) == {0, 1}  # some idle periods kept the tick, others are left to the simulation
 
 def test_missing_events_raise_value_error(traces):
@@ -263,7 +263,7 @@ def test_truncated_trace_keeps_the_readers_error(tmp_path):
 
 
 def _with_items(cfg, items):
-    s = replay._script_of(cfg.workload)
+    s = replay.script_of(cfg.workload)
     s2 = dataclasses.replace(s, items=items)
     wl = tl.workloads.Workload((tl.workloads.Component("script", tl.workloads.CpuSelection(), {"script": s2}),))
     return cfg.replace(workload=wl)
@@ -271,13 +271,13 @@ def _with_items(cfg, items):
 
 def test_core_rejects_bad_scripts(traces):
     cfg = traces[QEMU16.name].to_config(duration_ns=50_000_000)
-    items = replay._script_of(cfg.workload).items
+    items = replay.script_of(cfg.workload).items
     unsorted = items.copy()
     unsorted.loc[5, "t_ns"] = unsorted["t_ns"].iloc[4] - 1
     with pytest.raises(ValueError, match="not sorted"):
         tl.simulate(_with_items(cfg, unsorted))
     bad_key = items.copy()
-    arm = int(np.flatnonzero(bad_key["op"].to_numpy() == replay_trace.OP_ARM)[0])
+    arm = int(np.flatnonzero(bad_key["op"].to_numpy() == replay.OP_ARM)[0])
     bad_key.loc[arm, "key"] = 10**6
     with pytest.raises(ValueError, match="timer key"):
         tl.simulate(_with_items(cfg, bad_key))
@@ -301,9 +301,9 @@ def test_replay_options_that_touch_what_it_reads_off_the_trace(traces, monkeypat
     rep = tl.validate(tr, record_events=False)
     assert rep.expiring_cpu.agreement >= 0.95
     assert any("no cpuidle driver" in n for n in rep.notes)
-    monkeypatch.setattr(replay, "_initial_duty", lambda *a, **k: -1)
-    s = replay._script_of(tr.to_workload())
-    duty = s.items[s.items["op"] == replay_trace.OP_DUTY]
+    monkeypatch.setattr("timerlab.replay.script.initial_duty", lambda *a, **k: -1)
+    s = replay.script_of(tr.to_workload())
+    duty = s.items[s.items["op"] == replay.OP_DUTY]
     assert s.jiffies_duty and (duty["t_ns"] > s.start_ns).all()  # nobody holds it at the start
     assert len(duty) >= 1
     assert any("jiffies='kernel'" in n and "98." in n for n in s.notes)

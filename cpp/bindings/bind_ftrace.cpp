@@ -1,5 +1,5 @@
 // bind_ftrace.cpp — FtraceParser (fed chunk by chunk, without the GIL) and
-// the event schema. timerlab/trace.py builds the DataFrame from the columns
+// the event schema. timerlab/trace/read.py builds the DataFrame from the columns
 // take() hands over; every numeric column crosses without a copy.
 #include <pybind11/stl.h>
 

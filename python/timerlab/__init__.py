@@ -13,7 +13,7 @@ from .config import Config
 from .simulate import Result, simulate
 from .sweep import SweepError, sweep
 from . import replay
-from .fidelity_report import FidelityReport, validate
+from .fidelity import FidelityReport, validate
 
 __version__ = "0.1.0"
 

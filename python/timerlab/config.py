@@ -6,7 +6,7 @@ naming the option and what is allowed. A Config is immutable:
 """
 from __future__ import annotations
 
-from ._validate import check_choice, check_hz, check_int
+from ._checks import check_choice, check_hz, check_int
 from .kernel import kernel_has, parse_kernel
 from .idle_states import IdleStates, preset as idle_preset, table as idle_table
 from .topology import LAYOUTS, Topology

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import _core
-from ._events import events_frame
+from .trace.events import events_frame
 from .kernel import kernel_has, kernel_has_numa_tree_fix
 from .topology import Topology
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from . import _core
-from ._events import events_frame, timer_flags_text
+from .trace.events import events_frame, timer_flags_text
 from .config import Config
 
 __all__ = ["simulate", "Result", "tick_nsec", "initial_jiffies"]
@@ -62,8 +62,8 @@ class Result:
         formats, as tracefs' ``trace`` file prints them (``.gz``, ``.xz`` and
         ``.bz2`` paths are compressed). Needs ``Config(record_events=True)``;
         :func:`timerlab.read_ftrace` reads the file back. See
-        :mod:`timerlab.export` for the format and what is made up."""
-        from .export import to_ftrace
+        :mod:`timerlab.trace.export` for the format and what is made up."""
+        from .trace.export import to_ftrace
         to_ftrace(self, path)
 
     def __repr__(self) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._validate import U64_MAX, check_int
+from ._checks import U64_MAX, check_int
 from .config import _DEFAULTS, Config
 from .simulate import simulate
 

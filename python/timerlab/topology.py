@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._validate import check_int
+from ._checks import check_int
 
 LAYOUTS = ("contiguous", "interleaved")
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from . import _core
-from ._validate import as_u64_array, check_hz, check_int, U64_MAX
+from ._checks import as_u64_array, check_hz, check_int, U64_MAX
 
 __all__ = ["calc_wheel_index", "TimerWheel", "wheel_constants", "parse_timer_flags"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import dist as _dist
-from ._validate import check_int
+from ._checks import check_int
 from .wheel import parse_timer_flags
 
 __all__ = ["Workload", "tasks", "timeouts", "periodic", "busy", "busy_fraction", "remote_enqueuer", "enqueue_dequeue",

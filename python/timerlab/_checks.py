@@ -1,4 +1,4 @@
-"""Validation helpers shared by the public API.
+"""Checks of user input: the options and values of the public API.
 
 Every public option is checked here before it reaches the C++ core, and a bad
 value raises ValueError (bad value) or TypeError (bad type) naming the option

@@ -1,87 +1,27 @@
 """validate(trace): replay a real trace with the kernel's own policy and say how
 closely the simulation agrees with what the kernel recorded (a
-:class:`FidelityReport`). The replay itself is :mod:`timerlab.replay`."""
+:class:`~timerlab.fidelity.FidelityReport`). The replay itself is
+:mod:`timerlab.replay`."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .config import Config
-from .fidelity import _column, base_of_flags, wheel_replay
-from .replay import VALIDATE_EVENTS, Script, _require, _script_of, to_config
-from .replay_trace import CPU_IDLE_EXIT
-
-__all__ = ["validate", "FidelityReport", "FidelityItem"]
-
-
-@dataclass
-class FidelityItem:
-    """One comparison: how many cases agree, and the ones that do not."""
-
-    name: str
-    agreement: float | None      # None: not compared
-    compared: int
-    agreeing: int
-    disagreements: pd.DataFrame
-    note: str = ""
-
-
-@dataclass
-class FidelityReport:
-    """What :func:`validate` found. ``items``: one :class:`FidelityItem` per
-    comparison (also as attributes: ``wheel``, ``expiring_cpu``,
-    ``idle_entries``, ``tick_stops``, ``tmigr``); ``per_cpu``: idle entries and
-    tick stops per CPU, trace vs simulation; ``result``: the simulation."""
-
-    trace: str
-    config: Config
-    items: list
-    per_cpu: pd.DataFrame
-    expiries: pd.DataFrame
-    result: object
-    notes: list
-
-    def __getattr__(self, name):
-        for item in self.__dict__.get("items", ()):
-            if item.name == name:
-                return item
-        raise AttributeError(name)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per comparison: agreement (0..1), compared, agreeing, disagreeing, note."""
-        return pd.DataFrame({
-            "item": [i.name for i in self.items],
-            "agreement": pd.array([i.agreement for i in self.items], dtype="Float64"),
-            "compared": [i.compared for i in self.items],
-            "agreeing": [i.agreeing for i in self.items],
-            "disagreeing": [len(i.disagreements) for i in self.items],
-            "note": [i.note for i in self.items],
-        }).set_index("item")
-
-    def __str__(self) -> str:
-        lines = [f"FidelityReport of {os.path.basename(self.trace)} "
-                 f"({self.config.topology.cpus} CPUs, kernel {self.config.kernel}, placement {self.config.placement})"]
-        w = max(len(i.name) for i in self.items)
-        lines.append(f"  {'item':<{w}}  agreement  compared  note")
-        for i in self.items:
-            a = "      n/a" if i.agreement is None else f"{100 * i.agreement:8.2f}%"
-            lines.append(f"  {i.name:<{w}}  {a}  {i.compared:>8}  {i.note}")
-        lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-    __repr__ = __str__
+from ..replay import VALIDATE_EVENTS, Script, require_events, script_of, to_config
+from ..trace.events import CPU_IDLE_EXIT, column
+from .report import FidelityItem, FidelityReport
+from .wheel import base_of_flags, wheel_replay
 
 
 def _expiring_cpu(trace, script: Script, res) -> tuple:
     """Global timers' expiring CPU, trace vs simulation, matched by pointer + expires."""
     ev = trace.events
     tev = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
-    event, cpu, timer = _column(tev, "event"), _column(tev, "cpu"), _column(tev, "timer")
-    expires, flags, function = _column(tev, "expires_jiffies"), _column(tev, "flags", ""), _column(tev, "function", "")
-    base_cpu, line = _column(tev, "base_cpu"), _column(tev, "line")
+    event, cpu, timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
+    expires, flags, function = column(tev, "expires_jiffies"), column(tev, "flags", ""), column(tev, "function", "")
+    base_cpu, line = column(tev, "base_cpu"), column(tev, "line")
     last = {}
     rows = []
     unknown = 0
@@ -149,15 +89,15 @@ def validate(trace, **overrides) -> FidelityReport:
     Raises ValueError listing the missing events if the trace lacks any of
     REQUIRED_EVENTS + cpu_idle, tick_stop.
     """
-    from .simulate import simulate
-    from .trace import read_ftrace
+    from ..simulate import simulate
+    from ..trace import read_ftrace
 
     if isinstance(trace, (str, os.PathLike)):
         trace = read_ftrace(trace)
-    _require(trace, VALIDATE_EVENTS, "validate")
+    require_events(trace, VALIDATE_EVENTS, "validate")
     overrides.setdefault("tick", "kept")
     cfg = to_config(trace, **{**overrides, "record_events": True})  # the comparisons read the event log
-    script = _script_of(cfg.workload)
+    script = script_of(cfg.workload)
     res = simulate(cfg)
     notes = list(script.notes)
     items = []

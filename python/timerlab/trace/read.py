@@ -1,4 +1,4 @@
-"""Reading real kernel traces: ftrace text into one pandas DataFrame.
+"""Reading ftrace text into one pandas DataFrame.
 
 ``read_ftrace(path)`` reads what tracefs' ``trace`` file or ``trace-cmd report``
 printed, plain or compressed (.xz, .gz, .bz2, recognised by their magic bytes).
@@ -39,9 +39,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from . import _core
-
-__all__ = ["Trace", "TraceFormatError", "read_ftrace"]
+from .. import _core
 
 _CHUNK_BYTES = 4 << 20
 _LINE_COLUMNS = ["ts_ns", "cpu", "task", "pid", "event", "line"]
@@ -109,13 +107,13 @@ class Trace:
     def to_workload(self, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto"):
         """This trace as a workload replaying its timer operations, tasks and
         device interrupts (:func:`timerlab.replay.to_workload`)."""
-        from .replay import to_workload
+        from ..replay import to_workload
         return to_workload(self, hz=hz, tick=tick, jiffies=jiffies)
 
     def to_config(self, **overrides):
         """A Config replaying this trace on its own machine (CPUs, nodes, HZ,
         kernel, start, length); options override (:func:`timerlab.replay.to_config`)."""
-        from .replay import to_config
+        from ..replay import to_config
         return to_config(self, **overrides)
 
     @property

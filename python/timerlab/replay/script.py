@@ -1,74 +1,7 @@
-"""Replaying a real trace in the simulator, and validating the simulator against it.
-
-``to_workload(trace)`` turns a trace into a workload (kind ``"script"``, the
-core's ScriptSpec in cpp/include/timerlab/workload.hpp) and ``to_config(trace)``
-into a whole :class:`~timerlab.Config` with the trace's CPUs, NUMA nodes, HZ,
-kernel release, start and length::
-
-    tr = tl.read_ftrace("trace.txt.xz")
-    res = tl.simulate(tr.to_config(placement="pull", deferrable="global"))
-
-What is replayed (the script) and what is simulated:
-
-* **timer operations** — every ``timer_start`` (timer pointer, arming CPU =
-  the event's CPU, flags, absolute expiry in jiffies, callback name) and every
-  ``timer_cancel`` that is a delete (not the detach the kernel logs just
-  before running an expired timer), at their recorded times. Placement,
-  wakeups, expiry and the hierarchy are the simulation's.
-* **tasks** — when each CPU runs a task and when its idle task runs, from
-  ``sched_switch`` to and from ``swapper/N`` (pid 0); where the switch away
-  from the idle task is missing (CPU 1 of the 2-CPU VM), the first event
-  another task logs there. A task woken by the interrupt that ends an idle
-  period runs from that interrupt (the kernel's idle loop does not enter
-  idle again). The idle loop itself (idle entries, governor, tick stop) is
-  the simulation's (with its tick model, ``Config(rcu_needs_cpu=True)``:
-  the tick kept from a task switching out to the CPU's next tick) — unless
-  ``tick="kept"``, which keeps the tick at the idle entries where the
-  kernel kept it (for reasons no trace records: RCU callbacks waiting for
-  a grace period, irq_work; on a CPU that logs no cpu_idle, when its tick
-  was re-armed periodically while swapper ran) and simulates the rest (the
-  tick model included, which can keep a tick the kernel stopped), or
-  ``tick="trace"``, which imposes every decision (on a CPU that logs no
-  cpu_idle, as "kept": its stops do not show).
-* **the state at the start** — which idle CPUs' tick runs (``initial_tick``:
-  they tick within two periods), who holds the jiffies-update duty.
-* **device interrupts** — an idle period whose first event is not the tick
-  (``hrtimer_expire_entry`` of ``tick_nohz_handler``/``tick_sched_timer``) nor
-  a task wakeup that then runs a task — e.g. an hrtimer sleep
-  (``hrtimer_wakeup``), a function-call IPI (``softirq SCHED``: nohz idle
-  balancing), or nothing visible — ends with an external interrupt at the
-  time of that first event, keeping the CPU awake until it idles again or
-  runs a task. Only CPUs that log ``cpu_idle`` show these.
-
-Where the trace cannot show something — a CPU that logs no ``cpu_idle``
-(its device interrupts, idle entries and tick stops), timers armed before the
-trace began — the script and the report say so (``Script.notes``,
-``FidelityReport.notes``).
-
-Clocks: trace timestamps are the trace clock, not CLOCK_MONOTONIC. The
-offset between them is read off ``hrtimer_expire_entry`` (its ``now=`` is
-monotonic); the simulation runs in monotonic time, ``start_ns`` being the
-monotonic time of the trace's first replayed event, and its jiffies equal the
-trace's: jiffies = monotonic // TICK_NSEC + a constant read off the trace as
-:func:`timerlab.fidelity.wheel_replay` does (``SimConfig.initial_jiffies``).
-Each tick fires as late as traced (``tick_delay`` items, measured from the
-grid point its hrtimer was programmed for: a tick a period or more late
-swallowed that grid point's tick). The kernel's jiffies lag the grid when
-its ticks run late (under qemu, at a fifth of the timer starts, by 1-4
-jiffies): only the CPU holding the jiffies-update duty advances them at its
-tick. ``jiffies="kernel"`` models that (``SimConfig.jiffies_duty``; the
-holder at the start and each hand-over as the recorded jiffies show them:
-``jiffies_duty`` items), ``"grid"`` keeps jiffies on the grid, and
-``"auto"`` (default) picks the one that reproduces more of the jiffies values
-the kernel recorded (98.7 % vs 78.7 % on the 16-CPU qemu trace: "kernel";
-the 2-CPU VM: "grid").
-
-Idle: a trace whose cpu_idle events all say state 1 comes from a machine
-without a cpuidle driver (``governor="none"``); see :func:`to_config`.
-
-``tl.validate(trace)`` (fidelity_report.py) replays the trace under the
-kernel's own policy (``tick="kept"``) and compares the simulation with what
-the kernel recorded.
+"""The Script of a trace: its timer operations, task intervals, device
+interrupts and clock items as the core's ScriptSpec takes them
+(``build_script``, ``to_workload``); see the package doc for what is
+replayed and what is simulated.
 """
 from __future__ import annotations
 
@@ -78,17 +11,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .config import Config
-from .fidelity import _column, _expiry_detaches, _tick_jiffies_offset
-from .wheel import parse_timer_flags
-from .replay_trace import (OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_TICK, _clock_offset, _default_idle,
-                           _device_interrupts, _hidden_tick_policies, _infer_hz, _initial_duty, _initial_ticks,
-                           _jiffies_fit, _kernel_of, _node_of_cpu, _task_intervals, _tick_delays, _tick_policies)
-from .workloads import Component, CpuSelection, Workload
+from ..trace.events import column, expiry_detaches
+from ..wheel import parse_timer_flags
+from ..workloads import Component, CpuSelection, Workload
+from .activity import device_interrupts, hidden_tick_policies, initial_ticks, task_intervals, tick_policies
+from .clocks import clock_offset, infer_hz, initial_duty, jiffies_fit, tick_delays, tick_jiffies_offset
+from .ops import OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_NAMES, OP_TICK
 
-__all__ = ["Script", "to_workload", "to_config", "REQUIRED_EVENTS"]
-
-_OP_NAMES = ["arm", "cancel", "busy_start", "idle_start", "external_irq", "tick_policy", "tick_delay", "jiffies_duty"]
 JIFFIES_MODES = ("auto", "kernel", "grid")
 TICK_MODES = ("simulated", "kept", "trace")
 # Events of the boot-time hierarchy set-up, logged long before the recording.
@@ -146,7 +75,7 @@ class Script:
 
     def __repr__(self) -> str:
         counts = self.items["op"].value_counts()
-        parts = ", ".join(f"{counts.get(i, 0)} {name}" for i, name in enumerate(_OP_NAMES))
+        parts = ", ".join(f"{counts.get(i, 0)} {name}" for i, name in enumerate(OP_NAMES))
         return (f"Script({os.path.basename(self.source)!r}: {self.nr_cpus} CPUs, {len(self.pointers)} timers, "
                 f"{parts})")
 
@@ -171,7 +100,7 @@ class Script:
 # Trace -> script
 
 
-def _require(trace, events, what):
+def require_events(trace, events, what):
     have = set(trace.event_counts().index) if len(trace.events) else set()
     missing = [e for e in events if e not in have]
     if missing:
@@ -197,13 +126,13 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         raise ValueError(f"tick={tick!r}; choose one of {TICK_MODES}")
     if jiffies not in JIFFIES_MODES:
         raise ValueError(f"jiffies={jiffies!r}; choose one of {JIFFIES_MODES}")
-    _require(trace, REQUIRED_EVENTS, "replay")
+    require_events(trace, REQUIRED_EVENTS, "replay")
     ev = trace.events
     nr_cpus = max(int(trace.nr_cpus), int(ev["cpu"].max()) + 1)
-    offset = _clock_offset(ev)
+    offset = clock_offset(ev)
     notes = []
     if hz is None:
-        hz = _infer_hz(ev, offset) or 250
+        hz = infer_hz(ev, offset) or 250
     tick_ns = (1_000_000_000 + hz // 2) // hz
     run = ev[~ev["event"].isin(_SETUP_EVENTS)]
     if not len(run):
@@ -211,8 +140,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
 
     # jiffies = monotonic // TICK_NSEC + initial_jiffies
     sel = run[run["event"].isin(("hrtimer_expire_entry", "timer_expire_entry"))]
-    j0 = _tick_jiffies_offset(_column(sel, "event"), _column(sel, "function", ""), _column(sel, "now_ns"),
-                              _column(sel, "now_jiffies"), tick_ns)
+    j0 = tick_jiffies_offset(column(sel, "event"), column(sel, "function", ""), column(sel, "now_ns"),
+                              column(sel, "now_jiffies"), tick_ns)
     starts = run[run["event"] == "timer_start"]
     start_j = (starts["expires_jiffies"].to_numpy(np.uint64)
                - starts["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
@@ -254,16 +183,16 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         rows.append((ts, line, cpu, OP_ARM, key_of[ptr], exp, parse_timer_flags(fl) & _TIMER_FLAG_BITS, fcode[fn],
                      target, 0))
     tev = run[run["event"].isin(("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"))]
-    t_event, t_cpu, t_timer = _column(tev, "event"), _column(tev, "cpu"), _column(tev, "timer")
-    detaches = _expiry_detaches(t_event, t_cpu, t_timer)
-    t_ts, t_line = _column(tev, "ts_ns"), _column(tev, "line")
+    t_event, t_cpu, t_timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
+    detaches = expiry_detaches(t_event, t_cpu, t_timer)
+    t_ts, t_line = column(tev, "ts_ns"), column(tev, "line")
     for i, e in enumerate(t_event):
         if e == "timer_cancel" and i not in detaches and t_timer[i] in key_of:
             rows.append((t_ts[i], t_line[i], t_cpu[i], OP_CANCEL, key_of[t_timer[i]], 0, 0, 0, t_cpu[i], 0))
 
     # Tasks: sched_switch from and to the idle task (pid 0).
     idle_cpus = set(run.loc[run["event"] == "cpu_idle", "cpu"].unique().tolist())
-    busy_rows, initial_busy, missing_switch = _task_intervals(run, nr_cpus, idle_cpus, offset)
+    busy_rows, initial_busy, missing_switch = task_intervals(run, nr_cpus, idle_cpus, offset)
     rows += busy_rows
     sw = run[run["event"] == "sched_switch"]
     next0 = (sw["next_pid"] == 0).to_numpy(dtype=bool, na_value=False)
@@ -272,14 +201,14 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                      "there marks the end of the idle period")
 
     # Device interrupts (CPUs that log cpu_idle only).
-    for ts, cpu, dur, line in _device_interrupts(run, sorted(idle_cpus), initial_busy):
+    for ts, cpu, dur, line in device_interrupts(run, sorted(idle_cpus), initial_busy):
         rows.append((ts, line, cpu, OP_IRQ, 0, 0, 0, 0, cpu, dur))
     # The state at the start: whose tick runs, who holds the jiffies duty.
-    initial_tick = _initial_ticks(run, nr_cpus, sorted(idle_cpus), initial_busy, start_ns, tick_ns)
+    initial_tick = initial_ticks(run, nr_cpus, sorted(idle_cpus), initial_busy, start_ns, tick_ns)
     ticking = [c for c in range(nr_cpus) if initial_busy[c] or initial_tick[c] == 1]
-    duty_cpu = _initial_duty(run, offset, j0, tick_ns, ticking)
+    duty_cpu = initial_duty(run, offset, j0, tick_ns, ticking)
     handovers = []  # of the jiffies duty, as the trace's jiffies show them
-    fit = _jiffies_fit(run, offset, j0, tick_ns, holder=None if duty_cpu < 0 else duty_cpu, handovers=handovers)
+    fit = jiffies_fit(run, offset, j0, tick_ns, holder=None if duty_cpu < 0 else duty_cpu, handovers=handovers)
     if jiffies == "auto":
         jiffies = "kernel" if fit["kernel"] > fit["grid"] else "grid"
         notes.append(f"jiffies={jiffies!r}: it gives the kernel's recorded jiffies at {100 * fit[jiffies]:.1f} % of "
@@ -291,10 +220,10 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             rows.append((ts, line, cpu, OP_DUTY, 0, 0, int(holder is None), 0, cpu if holder is None else holder, 0))
     # Each tick as late as traced (with either jiffies model: a tick tens of µs
     # late still wakes an idle CPU after an interrupt the trace shows before it).
-    for g, d, cpu, line in _tick_delays(run, tick_ns):
+    for g, d, cpu, line in tick_delays(run, tick_ns):
         if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
             rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
-    policies = _tick_policies(run, sorted(idle_cpus), start_ns + offset)
+    policies = tick_policies(run, sorted(idle_cpus), start_ns + offset)
     if tick in ("trace", "kept"):
         for ts, cpu, policy, line in policies:
             # kept: only the entries where the kernel kept the tick are imposed (its reasons, such as
@@ -315,7 +244,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                      "and their device interrupts are invisible (not replayed)")
         if tick in ("trace", "kept"):
             # Their tick decisions still show: a tick re-armed periodically while swapper runs was kept.
-            for ts, cpu, policy, line in _hidden_tick_policies(run, hidden):
+            for ts, cpu, policy, line in hidden_tick_policies(run, hidden):
                 rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
 
     items = pd.DataFrame(rows, columns=["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function",
@@ -330,38 +259,5 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                   notes=tuple(notes), jiffies_duty=jiffies == "kernel")
 
 
-def _script_of(workload) -> Script:
+def script_of(workload) -> Script:
     return next(c.params["script"] for c in workload.components if c.kind == "script")
-
-
-def to_config(trace, **overrides) -> Config:
-    """A :class:`~timerlab.Config` replaying ``trace``: its CPUs, NUMA nodes
-    (from the hierarchy's set-up events; else one node), HZ (inferred; 250 if
-    the trace cannot tell), kernel release (from the file name, e.g.
-    "qemu-6.12.95-..." -> "6.12"; else "latest"), start and length, and its
-    idle: a trace whose cpu_idle events all say state 1 comes from a machine
-    without a cpuidle driver (default_idle_call; idle_states="none",
-    governor="none"), else idle states "vm" with the menu governor. Any
-    option can be overridden;
-    ``tick=`` and ``jiffies=`` are those of :func:`to_workload`."""
-    hz = overrides.get("hz")
-    tick = overrides.pop("tick", "simulated")
-    jiffies = overrides.pop("jiffies", "auto")
-    workload = overrides.pop("workload", None) or to_workload(trace, hz=hz, tick=tick, jiffies=jiffies)
-    s = _script_of(workload)
-    node_of_cpu = _node_of_cpu(trace.events, s.nr_cpus)
-    # The trace's own idle only when the caller sets neither part of it.
-    idle = "none" if not {"idle_states", "governor"} & set(overrides) and _default_idle(trace.events) else "vm"
-    args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=_kernel_of(trace.path), idle_states=idle,
-                governor="none" if idle == "none" else "menu",
-                start_ns=s.start_ns, duration_ns=max(1, s.end_ns - s.start_ns + 1), workload=workload)
-    if node_of_cpu is not None:
-        args.update(node_of_cpu=node_of_cpu)
-    if {"cpus", "nodes", "layout", "topology"} & set(overrides):
-        args.pop("node_of_cpu", None)
-    args.update(overrides)
-    return Config(**args)
-
-
-# ---------------------------------------------------------------------------
-# Validation

@@ -1,9 +1,18 @@
-"""Turn the simulator's tracepoint log into the DataFrame shape of real traces.
+"""The event vocabulary shared by everything that reads or writes traces.
 
-The C++ log is rows of (ts_ns, cpu, event, 9 value slots); the schema (from
-``_core.sim_event_schema()``) says which slot of which event is which column.
-Columns, names and types match what :func:`timerlab.read_ftrace` gives for a
-real trace, so simulated and recorded events can be compared and concatenated.
+* the constants and helpers that real traces and the simulator's log have in
+  common: ``CPU_IDLE_EXIT`` (cpu_idle's state on exit), the tick's hrtimer
+  callbacks (``TICK_FUNCTIONS``), a column as a Python list (``column``), the
+  detach the kernel logs before each expiry (``expiry_detaches``);
+* the simulator's tracepoint log turned into the DataFrame shape of real
+  traces (``events_frame``): the C++ log is rows of (ts_ns, cpu, event, 9
+  value slots); the schema (from ``_core.sim_event_schema()``) says which
+  slot of which event is which column. Columns, names and types match what
+  :func:`timerlab.read_ftrace` gives for a real trace, so simulated and
+  recorded events can be compared and concatenated.
+
+Not here: parsing text (``read.py`` and the C++ reader), writing it
+(``export.py``).
 """
 from __future__ import annotations
 
@@ -12,9 +21,43 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from . import _core
+from .. import _core
 
 _TIMER_FLAG_LETTERS = ((_core.TIMER_DEFERRABLE, "D"), (_core.TIMER_PINNED, "P"), (_core.TIMER_IRQSAFE, "I"))
+CPU_IDLE_EXIT = 4294967295  # cpu_idle's state= when a CPU leaves idle (PWR_EVENT_EXIT as u32)
+# The tick's hrtimer callback, by release (tick_sched_timer; 6.x: tick_nohz_handler, tick_nohz_highres_handler).
+TICK_FUNCTIONS = ("tick_nohz_handler", "tick_sched_timer", "tick_nohz_highres_handler")
+
+
+def column(ev: pd.DataFrame, name: str, fill=None) -> list:
+    """A column as a Python list, missing values as ``fill``."""
+    if name not in ev:
+        return [fill] * len(ev)
+    s = ev[name]
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        s = s.astype(object)
+    return s.to_numpy(dtype=object, na_value=fill).tolist()
+
+
+def expiry_detaches(event, cpu, timer) -> set:
+    """Positions of timer_cancel lines that are the detach of an expiring timer
+    (the kernel logs an expiry as timer_cancel then timer_expire_entry of the
+    same timer on the same CPU; a plain delete has no expire_entry after it)."""
+    out, last_cancel = set(), {}
+    for i, e in enumerate(event):
+        if e == "timer_cancel":
+            last_cancel[cpu[i]] = i
+        elif e == "timer_expire_entry":
+            j = last_cancel.pop(cpu[i], None)
+            if j is not None and timer[j] == timer[i]:
+                out.add(j)
+        elif e in ("timer_start", "timer_expire_exit"):
+            last_cancel.pop(cpu[i], None)
+    return out
+
+
+def is_tick(e, function) -> bool:
+    return e == "hrtimer_expire_entry" and str(function).startswith("tick_")
 
 
 @lru_cache(maxsize=1)

@@ -37,12 +37,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._validate import check_hz
-from .wheel import TimerWheel, calc_wheel_index
+from .._checks import check_hz
+from ..replay.clocks import tick_jiffies_offset
+from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches, is_tick
+from ..wheel import TimerWheel, calc_wheel_index
 
 __all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]
 
-_CPU_IDLE_EXIT = 4294967295
 _U64 = 1 << 64
 _EVENTS = ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit", "cpu_idle",
            "softirq_entry", "hrtimer_expire_entry")
@@ -175,51 +176,6 @@ class _Bases:
                 w.forward(basej)
 
 
-def _column(ev: pd.DataFrame, name: str, fill=None) -> list:
-    """A column as a Python list, missing values as ``fill``."""
-    if name not in ev:
-        return [fill] * len(ev)
-    s = ev[name]
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        s = s.astype(object)
-    return s.to_numpy(dtype=object, na_value=fill).tolist()
-
-
-def _expiry_detaches(event, cpu, timer) -> set:
-    """Positions of timer_cancel lines that are the detach of an expiring timer
-    (the kernel logs an expiry as timer_cancel then timer_expire_entry of the
-    same timer on the same CPU; a plain delete has no expire_entry after it)."""
-    out, last_cancel = set(), {}
-    for i, e in enumerate(event):
-        if e == "timer_cancel":
-            last_cancel[cpu[i]] = i
-        elif e == "timer_expire_entry":
-            j = last_cancel.pop(cpu[i], None)
-            if j is not None and timer[j] == timer[i]:
-                out.add(j)
-        elif e in ("timer_start", "timer_expire_exit"):
-            last_cancel.pop(cpu[i], None)
-    return out
-
-
-def _is_tick(e, function) -> bool:
-    return e == "hrtimer_expire_entry" and str(function).startswith("tick_")
-
-
-def _tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
-    """jiffies - monotonic_ns // TICK_NSEC, read off pairs of a tick (whose
-    now= is monotonic ns) and the next timer_expire_entry (now= in jiffies);
-    the most common value wins. None when the trace lacks either event."""
-    last_tick, votes = None, {}
-    for i, e in enumerate(event):
-        if _is_tick(e, function[i]):
-            last_tick = now_ns[i] // tick_ns
-        elif e == "timer_expire_entry" and last_tick is not None:
-            off = now_jiffies[i] - last_tick
-            votes[off] = votes.get(off, 0) + 1
-    return max(votes, key=votes.get) if votes else None
-
-
 def wheel_replay(trace, *, hz: int = 250) -> WheelReplay:
     """Replay the timer events of ``trace`` through timerlab's wheel model.
 
@@ -232,22 +188,22 @@ def wheel_replay(trace, *, hz: int = 250) -> WheelReplay:
     hz = check_hz(hz)
     ev = trace.events
     ev = ev[ev["event"].isin(_EVENTS)]
-    event = _column(ev, "event")
-    cpu = _column(ev, "cpu")
-    timer = _column(ev, "timer")
-    expires = _column(ev, "expires_jiffies")
-    timeout = _column(ev, "timeout_jiffies")
-    now = _column(ev, "now_jiffies")
-    baseclk = _column(ev, "baseclk_jiffies")
-    now_ns = _column(ev, "now_ns")
-    state = _column(ev, "state")
-    flags = _column(ev, "flags", "")
-    base_cpu = _column(ev, "base_cpu")
-    action = _column(ev, "action", "")
-    function = _column(ev, "function", "")
+    event = column(ev, "event")
+    cpu = column(ev, "cpu")
+    timer = column(ev, "timer")
+    expires = column(ev, "expires_jiffies")
+    timeout = column(ev, "timeout_jiffies")
+    now = column(ev, "now_jiffies")
+    baseclk = column(ev, "baseclk_jiffies")
+    now_ns = column(ev, "now_ns")
+    state = column(ev, "state")
+    flags = column(ev, "flags", "")
+    base_cpu = column(ev, "base_cpu")
+    action = column(ev, "action", "")
+    function = column(ev, "function", "")
     tick_ns = 1_000_000_000 // hz
-    offset = _tick_jiffies_offset(event, function, now_ns, now, tick_ns)
-    detaches = _expiry_detaches(event, cpu, timer)
+    offset = tick_jiffies_offset(event, function, now_ns, now, tick_ns)
+    detaches = expiry_detaches(event, cpu, timer)
 
     bases = _Bases(hz)
     placed, expired = [], []
@@ -267,10 +223,10 @@ def wheel_replay(trace, *, hz: int = 250) -> WheelReplay:
             expired.append(bases.expire(timer[i], now[i]))
         elif jiffies is None:
             continue
-        elif _is_tick(e, function[i]):
+        elif is_tick(e, function[i]):
             if offset is not None:
                 jiffies = max(jiffies, now_ns[i] // tick_ns + offset)
-        elif e == "cpu_idle" and state[i] != _CPU_IDLE_EXIT:
+        elif e == "cpu_idle" and state[i] != CPU_IDLE_EXIT:
             bases.idle_entry(cpu[i], jiffies)
         elif e == "softirq_entry" and action[i] == "TIMER":
             bases.softirq(cpu[i], jiffies)

@@ -1,0 +1,20 @@
+"""timerlab.fidelity: how closely timerlab agrees with what a real kernel recorded.
+
+* ``wheel.py`` — the timer wheel alone: every timer_start's bucket and every
+  expiry's collection clock, recomputed from the trace's own events
+  (:func:`wheel_replay`);
+* ``validate.py`` — the whole simulator: a trace replayed under the kernel's
+  own policy, compared item by item with what the kernel did
+  (:func:`validate`);
+* ``report.py`` — what validate found (:class:`FidelityReport`).
+
+Not here: reading traces (:mod:`timerlab.trace`), turning them into a
+simulation (:mod:`timerlab.replay`). Nothing here changes a model to fit a
+trace: it only measures.
+"""
+from .report import FidelityItem, FidelityReport
+from .validate import validate
+from .wheel import WheelReplay, base_of_flags, wheel_placement, wheel_replay
+
+__all__ = ["validate", "FidelityReport", "FidelityItem", "wheel_replay", "wheel_placement", "base_of_flags",
+           "WheelReplay"]

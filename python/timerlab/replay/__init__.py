@@ -1,0 +1,86 @@
+"""timerlab.replay: a real trace -> a script workload -> a Config the simulator runs.
+
+``to_workload(trace)`` turns a trace into a workload (kind ``"script"``, the
+core's ScriptSpec in cpp/include/timerlab/workload.hpp) and ``to_config(trace)``
+into a whole :class:`~timerlab.Config` with the trace's CPUs, NUMA nodes, HZ,
+kernel release, start and length::
+
+    tr = tl.read_ftrace("trace.txt.xz")
+    res = tl.simulate(tr.to_config(placement="pull", deferrable="global"))
+
+What is replayed (the script) and what is simulated:
+
+* **timer operations** — every ``timer_start`` (timer pointer, arming CPU =
+  the event's CPU, flags, absolute expiry in jiffies, callback name) and every
+  ``timer_cancel`` that is a delete (not the detach the kernel logs just
+  before running an expired timer), at their recorded times. Placement,
+  wakeups, expiry and the hierarchy are the simulation's.
+* **tasks** — when each CPU runs a task and when its idle task runs, from
+  ``sched_switch`` to and from ``swapper/N`` (pid 0); where the switch away
+  from the idle task is missing (CPU 1 of the 2-CPU VM), the first event
+  another task logs there. A task woken by the interrupt that ends an idle
+  period runs from that interrupt (the kernel's idle loop does not enter
+  idle again). The idle loop itself (idle entries, governor, tick stop) is
+  the simulation's (with its tick model, ``Config(rcu_needs_cpu=True)``:
+  the tick kept from a task switching out to the CPU's next tick) — unless
+  ``tick="kept"``, which keeps the tick at the idle entries where the
+  kernel kept it (for reasons no trace records: RCU callbacks waiting for
+  a grace period, irq_work; on a CPU that logs no cpu_idle, when its tick
+  was re-armed periodically while swapper ran) and simulates the rest (the
+  tick model included, which can keep a tick the kernel stopped), or
+  ``tick="trace"``, which imposes every decision (on a CPU that logs no
+  cpu_idle, as "kept": its stops do not show).
+* **the state at the start** — which idle CPUs' tick runs (``initial_tick``:
+  they tick within two periods), who holds the jiffies-update duty.
+* **device interrupts** — an idle period whose first event is not the tick
+  (``hrtimer_expire_entry`` of ``tick_nohz_handler``/``tick_sched_timer``) nor
+  a task wakeup that then runs a task — e.g. an hrtimer sleep
+  (``hrtimer_wakeup``), a function-call IPI (``softirq SCHED``: nohz idle
+  balancing), or nothing visible — ends with an external interrupt at the
+  time of that first event, keeping the CPU awake until it idles again or
+  runs a task. Only CPUs that log ``cpu_idle`` show these.
+
+Where the trace cannot show something — a CPU that logs no ``cpu_idle``
+(its device interrupts, idle entries and tick stops), timers armed before the
+trace began — the script and the report say so (``Script.notes``,
+``FidelityReport.notes``).
+
+Clocks: trace timestamps are the trace clock, not CLOCK_MONOTONIC. The
+offset between them is read off ``hrtimer_expire_entry`` (its ``now=`` is
+monotonic); the simulation runs in monotonic time, ``start_ns`` being the
+monotonic time of the trace's first replayed event, and its jiffies equal the
+trace's: jiffies = monotonic // TICK_NSEC + a constant read off the trace as
+:func:`timerlab.fidelity.wheel_replay` does (``SimConfig.initial_jiffies``).
+Each tick fires as late as traced (``tick_delay`` items, measured from the
+grid point its hrtimer was programmed for: a tick a period or more late
+swallowed that grid point's tick). The kernel's jiffies lag the grid when
+its ticks run late (under qemu, at a fifth of the timer starts, by 1-4
+jiffies): only the CPU holding the jiffies-update duty advances them at its
+tick. ``jiffies="kernel"`` models that (``SimConfig.jiffies_duty``; the
+holder at the start and each hand-over as the recorded jiffies show them:
+``jiffies_duty`` items), ``"grid"`` keeps jiffies on the grid, and
+``"auto"`` (default) picks the one that reproduces more of the jiffies values
+the kernel recorded (98.7 % vs 78.7 % on the 16-CPU qemu trace: "kernel";
+the 2-CPU VM: "grid").
+
+Idle: a trace whose cpu_idle events all say state 1 comes from a machine
+without a cpuidle driver (``governor="none"``); see :func:`to_config`.
+
+Modules: ``script.py`` (the Script and how it is built from a trace),
+``activity.py`` (tasks, idle periods, device interrupts, tick decisions read
+off the trace), ``clocks.py`` (clock offset, HZ, jiffies, tick lateness),
+``config.py`` (the whole Config).
+
+Not here: reading the trace (:mod:`timerlab.trace`), comparing a replay with
+the kernel (:mod:`timerlab.fidelity`: ``tl.validate(trace)`` replays the
+trace under the kernel's own policy and compares).
+"""
+from .config import to_config
+from .ops import OP_ARM, OP_BUSY, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IDLE, OP_IRQ, OP_NAMES, OP_TICK
+from .script import (JIFFIES_MODES, REQUIRED_EVENTS, TICK_MODES, VALIDATE_EVENTS, Script, build_script,
+                     require_events, script_of, to_workload)
+
+__all__ = ["Script", "build_script", "to_workload", "to_config", "script_of", "require_events", "REQUIRED_EVENTS",
+           "VALIDATE_EVENTS", "JIFFIES_MODES", "TICK_MODES", "OP_ARM", "OP_BUSY", "OP_CANCEL", "OP_DELAY", "OP_DUTY",
+           "OP_IDLE", "OP_IRQ", "OP_NAMES", "OP_TICK"]
+

@@ -1,0 +1,195 @@
+"""What each CPU did, as a replay reads it off a trace: when it ran tasks
+and when its idle task (task_intervals), the interrupts that ended idle
+periods and that the simulation does not model (device_interrupts), and the
+kernel's tick decisions in idle (tick_policies, hidden_tick_policies,
+initial_ticks).
+
+Not here: the clocks (clocks.py), timer operations (script.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column
+from .ops import OP_BUSY, OP_IDLE
+from .clocks import tick_events
+
+
+def task_intervals(ev, nr_cpus, idle_cpus, clock_offset):
+    """busy_start / idle_start rows from sched_switch to and from pid 0, the
+    CPUs' initial states, and the CPUs whose switches away from the idle task
+    are missing (CPU 1 of the 2-CPU VM): there, the first event logged by
+    another task while the CPU is thought idle starts the busy period.
+
+    A task woken in an interrupt on an idle CPU runs right after it: the
+    kernel's idle loop sees need_resched and does not enter idle again. So
+    on CPUs that log cpu_idle, the busy period starts at the interrupt that
+    ended the idle period (the clock reading of an hrtimer expiry, i.e. the
+    simulated tick's own time), not at the switch some µs later, by which
+    the simulation would have re-entered idle once more."""
+    rows, state, first, missing = [], {}, {}, set()
+    event, cpu, ts, line = column(ev, "event"), column(ev, "cpu"), column(ev, "ts_ns"), column(ev, "line")
+    pid, prev_pid, next_pid = column(ev, "pid"), column(ev, "prev_pid"), column(ev, "next_pid")
+    idle_state, now_ns = column(ev, "state"), column(ev, "now_ns")
+    wake = {}  # CPU -> (ts, line) of the first event after its latest idle entry
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if c not in first:
+            first[c] = pid[i]
+        if e == "cpu_idle":
+            if idle_state[i] != CPU_IDLE_EXIT:
+                wake[c] = None
+            elif wake.get(c, 0) is None:
+                wake[c] = (ts[i], line[i])
+            continue
+        if wake.get(c, 0) is None:
+            t = now_ns[i] + clock_offset if e == "hrtimer_expire_entry" and now_ns[i] is not None else ts[i]
+            wake[c] = (t, line[i])
+        if e == "sched_switch" and prev_pid[i] is not None and next_pid[i] is not None:
+            if prev_pid[i] == 0 and next_pid[i] != 0:
+                if state.get(c) != "busy":
+                    t, ln = (wake.get(c) or (ts[i], line[i])) if c in idle_cpus else (ts[i], line[i])
+                    rows.append((t, ln, c, OP_BUSY, 0, 0, 0, 0, c, 0))
+                state[c] = "busy"
+                wake.pop(c, None)
+            elif next_pid[i] == 0 and prev_pid[i] != 0:
+                if state.get(c) != "idle":
+                    rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                state[c] = "idle"
+        elif state.get(c) == "idle" and pid[i] not in (None, 0):
+            rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+            state[c] = "busy"
+            missing.add(c)
+    initial = []
+    for c in range(nr_cpus):
+        p = first.get(c)
+        initial.append(int(c not in idle_cpus) if p is None else int(p != 0))
+    return rows, initial, sorted(missing)
+
+
+def device_interrupts(ev, cpus_with_idle, initial_busy):
+    """External interrupts: (t_ts, cpu, duration_ns, line) for idle periods
+    ended by something the simulation does not model (see the module doc),
+    the period in progress at the start included."""
+    out = []
+    sub = ev[ev["cpu"].isin(cpus_with_idle)]
+    event = column(sub, "event")
+    cpu = column(sub, "cpu")
+    ts = column(sub, "ts_ns")
+    line = column(sub, "line")
+    state = column(sub, "state")
+    function = column(sub, "function", "")
+    prev_pid = column(sub, "prev_pid")
+    next_pid = column(sub, "next_pid")
+    # Per CPU: "idle" (entered, nothing seen yet), "woken" (first event seen;
+    # a pending external candidate waits to see whether a task runs next).
+    phase, pending = {c: "idle" for c in cpus_with_idle if not initial_busy[c]}, {}
+
+    def settle(c, t_end, task_runs):
+        p = pending.pop(c, None)
+        if p is None:
+            return
+        kind, t0, ln = p
+        if kind == "task" and task_runs:
+            return
+        out.append((t0, c, max(0, t_end - t0), ln))
+
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "cpu_idle":
+            if state[i] != CPU_IDLE_EXIT:
+                settle(c, ts[i], False)
+                phase[c] = "idle"
+            elif phase.get(c) == "idle":  # exit with no event during the sleep
+                pending[c] = ("irq", ts[i], line[i])
+                phase[c] = "woken"
+            continue
+        if e == "sched_switch" and prev_pid[i] == 0 and next_pid[i] != 0:
+            settle(c, ts[i], True)
+            phase[c] = None
+            continue
+        if phase.get(c) != "idle":
+            continue
+        phase[c] = "woken"
+        if e == "hrtimer_expire_entry" and str(function[i]) in TICK_FUNCTIONS:
+            continue  # the tick: simulated
+        pending[c] = ("task" if e == "sched_wakeup" else "irq", ts[i], line[i])
+    for c in list(pending):
+        settle(c, int(ts[-1]) if ts else 0, False)
+    return out
+
+
+def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns):
+    """Per CPU, the tick policy of an idle period in progress when the trace
+    begins (1: the tick runs, 2: stopped, 0: not idle or not visible): the
+    tick runs if the CPU's first tick comes within two tick periods of the
+    start (one period, plus the lateness of a tick under a hypervisor) and
+    before it enters idle again; a stopped tick would wake it at its next
+    timer instead."""
+    out = [0] * nr_cpus
+    sub = ev[ev["cpu"].isin(cpus_with_idle)]
+    entries = sub[(sub["event"] == "cpu_idle") & (sub["state"] != CPU_IDLE_EXIT)].groupby("cpu")["ts_ns"].min()
+    ticks = tick_events(sub)
+    first_tick = ticks.groupby("cpu")[["ts_ns", "now_ns"]].first()
+    for c in cpus_with_idle:
+        if initial_busy[c]:
+            continue
+        runs = (c in first_tick.index and int(first_tick.loc[c, "now_ns"]) < start_mono + 2 * tick_ns
+                and int(first_tick.loc[c, "ts_ns"]) < int(entries.get(c, np.iinfo(np.int64).max)))
+        out[c] = 1 if runs else 2
+    return out
+
+
+def tick_policies(ev, cpus_with_idle, t_start):
+    """(t_ts, cpu, policy, line): the trace's tick decision at each idle entry
+    (2: the tick is stopped in that idle period, 1: kept), set just after the
+    previous entry so that it is in force when the simulation reaches the
+    same entry (its idle entries precede the trace's by the few µs the
+    kernel spends between the switch to the idle task and cpu_idle); a
+    CPU's first entry's at ``t_start`` (the idle period in progress then has
+    the script's initial_tick)."""
+    out = []
+    sub = ev[ev["cpu"].isin(cpus_with_idle) & ev["event"].isin(("cpu_idle", "tick_stop", "sched_switch"))]
+    event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
+    state, prev_pid = column(sub, "state"), column(sub, "prev_pid")
+    stopped, last_entry = {}, {}
+    # The tick stops just before the cpu_idle of its entry and stays stopped
+    # until the CPU leaves the idle loop.
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "tick_stop":
+            stopped[c] = True
+        elif e == "sched_switch" and prev_pid[i] == 0:
+            stopped[c] = False  # tick_nohz_idle_exit restarts the tick
+        elif e == "cpu_idle" and state[i] != CPU_IDLE_EXIT:
+            prev = last_entry.get(c)
+            t_set = prev[0] + 1 if prev is not None else t_start
+            out.append((t_set, c, 2 if stopped.get(c, False) else 1, prev[1] if prev is not None else line[i]))
+            last_entry[c] = (ts[i], line[i])
+    return out
+
+
+def hidden_tick_policies(ev, cpus):
+    """(t_ts, cpu, policy, line) for CPUs that log no cpu_idle (nor
+    tick_stop): each idle period — swapper running, until another task logs
+    an event — with its tick re-armed periodically (the tick handler's own
+    hrtimer_start, mode ABS; a stopped tick is programmed ABS|PINNED|HARD)
+    kept the tick (1); for the others the simulation decides (0). Set just
+    before the period begins."""
+    sub = ev[ev["cpu"].isin(cpus)]
+    event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
+    pid, next_pid, mode = column(sub, "pid"), column(sub, "next_pid"), column(sub, "mode", "")
+    function = column(sub, "function", "")
+    out, period = [], {}  # CPU -> [t_set, line, periodic tick seen]
+    for i, e in enumerate(event):
+        c = cpu[i]
+        p = period.get(c)
+        if e == "sched_switch" and next_pid[i] == 0:
+            period[c] = [ts[i] - 1, line[i], False]
+        elif p is not None and pid[i] not in (None, 0):
+            out.append((p[0], c, int(p[2]), p[1]))
+            period[c] = None
+        elif p is not None and e == "hrtimer_start" and str(function[i]) in TICK_FUNCTIONS and str(mode[i]) == "ABS":
+            p[2] = True
+    out += [(p[0], c, int(p[2]), p[1]) for c, p in period.items() if p is not None]  # open at the end
+    return out

@@ -1,0 +1,157 @@
+"""The clocks of a trace, as a replay needs them: the trace clock's offset
+from CLOCK_MONOTONIC, HZ, jiffies as a function of monotonic time (the
+constant, and the model of the jiffies-update duty that fits the recorded
+jiffies), and how late each traced tick fired.
+
+Not here: what the CPUs did (activity.py), the script itself (script.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, is_tick
+
+
+def clock_offset(ev) -> int:
+    """Trace clock - CLOCK_MONOTONIC: the smallest gap between an hrtimer
+    expiry's timestamp and its monotonic now= (the entry is logged after now
+    was read; timestamps may be truncated to µs, hence the -1 µs slack)."""
+    h = ev[ev["event"] == "hrtimer_expire_entry"]
+    d = h["ts_ns"].to_numpy(np.int64) - h["now_ns"].to_numpy(dtype=np.int64, na_value=0)
+    d = d[h["now_ns"].notna().to_numpy()]
+    if not len(d):
+        return 0
+    resolution = 1000 if (h["ts_ns"].to_numpy() % 1000 == 0).all() else 1
+    return int(d.min()) - (resolution - 1)
+
+
+def infer_hz(ev, clock_offset) -> int | None:
+    """HZ from how fast jiffies (timer_start's expires - timeout) advance in
+    monotonic time."""
+    s = ev[ev["event"] == "timer_start"]
+    if len(s) < 2:
+        return None
+    j = (s["expires_jiffies"].to_numpy(np.uint64) - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
+    t = s["ts_ns"].to_numpy(np.int64)
+    dj = float(np.int64(j[-1] - j[0]))
+    if dj < 10:
+        return None
+    per_s = dj / ((t[-1] - t[0]) / 1e9)
+    return min((100, 250, 300, 1000), key=lambda hz: abs(hz - per_s))
+
+
+def tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
+    """jiffies - monotonic_ns // TICK_NSEC, read off pairs of a tick (whose
+    now= is monotonic ns) and the next timer_expire_entry (now= in jiffies);
+    the most common value wins. None when the trace lacks either event."""
+    last_tick, votes = None, {}
+    for i, e in enumerate(event):
+        if is_tick(e, function[i]):
+            last_tick = now_ns[i] // tick_ns
+        elif e == "timer_expire_entry" and last_tick is not None:
+            off = now_jiffies[i] - last_tick
+            votes[off] = votes.get(off, 0) + 1
+    return max(votes, key=votes.get) if votes else None
+
+
+def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
+    """How often each jiffies model gives the value the kernel recorded (at
+    timer_start: expires - timeout; at timer_expire_entry: now): ``grid``
+    (jiffies = monotonic // TICK_NSEC + j0) and ``kernel`` (the update duty:
+    jiffies catch up when the duty CPU's tick runs — the first ticking CPU
+    takes the duty when nobody holds it, a CPU stopping its tick drops it —
+    and when a CPU whose tick is stopped leaves idle). ``holder``: the CPU
+    holding the duty when the trace begins (None: nobody); ``handovers``, a
+    list, receives (ts, line, cpu, new holder or None) at each change."""
+    sel = ev[ev["event"].isin(("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start", "timer_expire_entry",
+                               "sched_switch"))]
+    event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
+    function, now_ns, state = column(sel, "function", ""), column(sel, "now_ns"), column(sel, "state")
+    expires, timeout = column(sel, "expires_jiffies"), column(sel, "timeout_jiffies")
+    now_j = column(sel, "now_jiffies")
+    prev_pid, line, success = column(sel, "prev_pid"), column(sel, "line"), column(sel, "success")
+    jif, stopped = None, set()
+    ok_grid = ok_kernel = total = 0
+    for i, e in enumerate(event):
+        c = cpu[i]
+        grid = (ts[i] - offset) // tick_ns + j0
+        jif = grid if jif is None else jif
+        if e == "hrtimer_expire_entry":
+            if str(function[i]) in TICK_FUNCTIONS and now_ns[i] is not None:
+                if holder is None:
+                    holder = c
+                    if handovers is not None:
+                        handovers.append((ts[i], line[i], c, c))
+                if holder == c:
+                    jif = max(jif, now_ns[i] // tick_ns + j0)
+        elif e == "tick_stop":
+            if success[i] == 0:  # a failed stop (nohz_full dependency) keeps the tick and the duty
+                continue
+            stopped.add(c)
+            if holder == c:
+                holder = None
+                if handovers is not None:
+                    handovers.append((ts[i], line[i], c, None))
+        elif e == "sched_switch":
+            if prev_pid[i] == 0:
+                stopped.discard(c)
+        elif e == "cpu_idle":
+            if state[i] == CPU_IDLE_EXIT and c in stopped:
+                jif = max(jif, grid)
+        elif e == "timer_start" or e == "timer_expire_entry":
+            if e == "timer_start":
+                if expires[i] is None or timeout[i] is None:
+                    continue
+                obs = (expires[i] - timeout[i]) % (1 << 64)
+            elif now_j[i] is None:
+                continue
+            else:
+                obs = now_j[i]
+            total += 1
+            ok_grid += obs == grid
+            ok_kernel += obs == jif
+            jif = max(jif, obs)
+    return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
+
+
+def tick_events(ev):
+    return ev[(ev["event"] == "hrtimer_expire_entry") & ev["function"].astype(str).isin(TICK_FUNCTIONS)]
+
+
+def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300):
+    """The CPU that holds the jiffies-update duty when the trace begins (the
+    trace starts long after boot, so the duty's history is not in it): of
+    ``candidates`` (the CPUs whose tick runs at the start), the one whose
+    holding the duty best reproduces the jiffies recorded by the first
+    ``observations`` timer events; ties go to the first CPU to log a tick."""
+    obs = ev["event"].isin(("timer_start", "timer_expire_entry")).to_numpy()
+    idx = np.flatnonzero(obs)
+    prefix = ev.iloc[:idx[min(observations, len(idx)) - 1] + 1] if len(idx) else ev
+    first = [c for c in dict.fromkeys(tick_events(prefix)["cpu"].tolist()) if c in candidates]
+    order = list(dict.fromkeys(first + sorted(candidates)))
+    if not order:
+        return -1
+    fits = [jiffies_fit(prefix, offset, j0, tick_ns, holder=c)["kernel"] for c in order]
+    return order[int(np.argmax(fits))]
+
+
+def tick_delays(ev, tick_ns):
+    """(grid_ns, delay_ns, cpu, line) of each traced tick: the grid point its
+    hrtimer was programmed for (hrtimer_start of the same timer on that
+    CPU; else the grid point before it fired) and how late it fired. A
+    delay of a tick or more means the grid point's tick never ran — a stall
+    under the hypervisor — and the next one came instead, late."""
+    sel = ev[ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
+             & ev["function"].astype(str).isin(TICK_FUNCTIONS)]
+    event, cpu, line = column(sel, "event"), column(sel, "cpu"), column(sel, "line")
+    hrtimer, expires, now = column(sel, "hrtimer"), column(sel, "expires_ns"), column(sel, "now_ns")
+    programmed, out = {}, []
+    for i, e in enumerate(event):
+        if e == "hrtimer_start":
+            programmed[(cpu[i], hrtimer[i])] = expires[i]
+        elif now[i] is not None:
+            g = programmed.pop((cpu[i], hrtimer[i]), None)
+            if g is None or g > now[i] or g % tick_ns:
+                g = now[i] // tick_ns * tick_ns
+            out.append((g, now[i] - g, cpu[i], line[i]))
+    return out

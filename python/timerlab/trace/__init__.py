@@ -1,0 +1,18 @@
+"""timerlab.trace: real kernel traces in, and the simulator's runs out, as ftrace.
+
+* ``read.py`` — :func:`read_ftrace`: tracefs or ``trace-cmd report`` text
+  (plain or compressed) into a :class:`Trace`, one DataFrame of events with
+  units in the column names (the parsing is C++, ``_core.FtraceParser``);
+* ``events.py`` — the event vocabulary shared by traces and the simulator's
+  log (constants, column helpers, the simulator's log as a trace-shaped frame);
+* ``features.py`` — what a trace shows of its machine and kernel (NUMA nodes,
+  idle driver, release);
+* ``export.py`` — a simulated run written as tracefs text
+  (``Result.to_ftrace``).
+
+Not here: turning a trace into a simulation (:mod:`timerlab.replay`) or
+judging the simulator against one (:mod:`timerlab.fidelity`).
+"""
+from .read import Trace, TraceFormatError, read_ftrace
+
+__all__ = ["Trace", "TraceFormatError", "read_ftrace"]
