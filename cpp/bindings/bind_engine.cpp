@@ -57,11 +57,13 @@ ScriptSpec script_of(const py::dict& d) {
   const auto function = get<py::array_t<std::uint16_t, forced>>(d, "function");
   const auto target = get<py::array_t<std::uint32_t, forced>>(d, "target_cpu");
   const auto duration = get<py::array_t<std::int64_t, forced>>(d, "duration_ns");
+  const auto place = get<py::array_t<std::uint8_t, forced>>(d, "place");
   const auto n = static_cast<std::size_t>(t.size());
   for (const py::array* a : {static_cast<const py::array*>(&cpu), static_cast<const py::array*>(&op),
                              static_cast<const py::array*>(&key), static_cast<const py::array*>(&expires),
                              static_cast<const py::array*>(&flags), static_cast<const py::array*>(&function),
-                             static_cast<const py::array*>(&target), static_cast<const py::array*>(&duration)}) {
+                             static_cast<const py::array*>(&target), static_cast<const py::array*>(&duration),
+                             static_cast<const py::array*>(&place)}) {
     if (a->ndim() != 1 || static_cast<std::size_t>(a->size()) != n) {
       throw std::invalid_argument("script: every column must be 1-D with one entry per item");
     }
@@ -80,12 +82,17 @@ ScriptSpec script_of(const py::dict& d) {
   const auto fnv = function.unchecked<1>();
   const auto tgv = target.unchecked<1>();
   const auto dv = duration.unchecked<1>();
+  const auto pv = place.unchecked<1>();
   for (std::size_t i = 0; i < n; ++i) {
     const auto k = static_cast<py::ssize_t>(i);
     if (ov(k) > static_cast<std::uint8_t>(ScriptOp::jiffies_duty)) {
       throw std::invalid_argument("script item " + std::to_string(i) + ": unknown operation " + std::to_string(ov(k)));
     }
-    s.items[i] = {tv(k), cv(k), static_cast<ScriptOp>(ov(k)), kv(k), ev(k), fv(k), fnv(k), tgv(k), dv(k)};
+    if (pv(k) > static_cast<std::uint8_t>(ArmPlace::own_base)) {
+      throw std::invalid_argument("script item " + std::to_string(i) + ": unknown place " + std::to_string(pv(k)));
+    }
+    s.items[i] = {tv(k), cv(k), static_cast<ScriptOp>(ov(k)), kv(k), ev(k), fv(k), fnv(k), tgv(k), dv(k),
+                  static_cast<ArmPlace>(pv(k))};
   }
   return s;
 }

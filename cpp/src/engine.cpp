@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine_impl.hpp"
+#include "timerlab/nohz.hpp"
 
 namespace timerlab {
 
@@ -211,6 +212,18 @@ void Engine::tick(unsigned cpu) {
   if (cfg_.jiffies_duty) {  // tick_sched_do_timer
     if (do_timer_cpu_ < 0) do_timer_cpu_ = static_cast<int>(cpu);
     if (do_timer_cpu_ == static_cast<int>(cpu)) update_jiffies();
+    // The stall check: a CPU whose own ticks saw jiffies unchanged
+    // MAX_STALLED_JIFFIES times (the duty holder stopped by a hypervisor,
+    // say) brings them up to date itself.
+    CpuState& cs = cpus_[cpu];
+    if (cs.last_tick_jiffies != jiffies_now_) {
+      cs.last_tick_jiffies = jiffies_now_;
+      cs.stalled_jiffies = 0;
+    } else if (++cs.stalled_jiffies == kMaxStalledJiffies) {
+      update_jiffies();
+      cs.last_tick_jiffies = jiffies_now_;
+      cs.stalled_jiffies = 0;
+    }
   }
   const jiffies_t j = jiffies();
   bool raise = cpu_timers_[cpu].any_base_due(j, cfg_.pull_model);
@@ -325,7 +338,7 @@ void Engine::del_timer(unsigned cpu, TimerId t) {
 }
 
 TimerBase& Engine::target_base(TimerId t, TimerBase& current) {
-  (void)current;
+  if (keep_base_) return current;
   const std::uint32_t flags = pool_[t].flags;
   const unsigned idx = timer_base_index(flags, cfg_.pull_model, cfg_.deferrable);
   if (cfg_.pull_model || (flags & TIMER_PINNED)) return cpu_timers_[cur_].base(idx);

@@ -49,6 +49,8 @@ struct CpuState {
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool in_idle_loop = false;
   bool rcu_pending = false;    // rcu_needs_cpu: a task ran since this CPU's last tick
+  std::uint8_t stalled_jiffies = 0;  // jiffies_duty: own ticks that saw jiffies unchanged
+  jiffies_t last_tick_jiffies = 0;
   bool tick_stopped = false;
   std::int64_t next_tick = 0;            // periodic tick, when it runs
   std::int64_t wakeup = INT64_MAX;       // the stopped tick's programmed wakeup
@@ -208,6 +210,9 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   int do_timer_cpu_ = -1;      // jiffies_duty: tick_do_timer_cpu (-1: none)
   unsigned cur_ = 0;
   bool in_mod_timer_ = false;
+  // A replayed re-arm from the timer's own callback: __mod_timer keeps the
+  // timer on its base, as it does while the callback runs there.
+  bool keep_base_ = false;
   std::size_t pending_ = 0;
 };
 

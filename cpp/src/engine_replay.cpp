@@ -72,6 +72,7 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
     switch (it.op) {
       case ScriptOp::arm:
         if (it.target_cpu >= nr_cpus) bad(i, "target CPU " + std::to_string(it.target_cpu) + " does not exist");
+        if (it.place > ArmPlace::own_base) bad(i, "unknown place " + std::to_string(static_cast<int>(it.place)));
         if (it.flags & ~TIMER_INIT_FLAGS) bad(i, "flags may hold only pinned, deferrable and irqsafe");
         if (it.function >= nr_functions) bad(i, "unknown function code " + std::to_string(it.function));
         [[fallthrough]];
@@ -160,12 +161,16 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       info_[t].function = it.function;
       if (pool_[t].pending()) del_timer(cpu, t);  // the trace had it not pending: enqueue as it did
       pool_[t].flags = (pool_[t].flags & ~TIMER_INIT_FLAGS) | it.flags;
-      if (it.target_cpu != cpu) {
+      if (it.place == ArmPlace::on_cpu) {
         res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.enqueue_ns;
         add_timer_on(*this, t, it.expires_jiffies, it.target_cpu);
         if (info_[t].row >= 0) res_.timers[static_cast<std::size_t>(info_[t].row)].expires_jiffies = pool_[t].expires;
       } else {
+        // A re-arm from the timer's callback is a mod_timer that stays on
+        // the base the callback runs from (its CPU bits still name it).
+        keep_base_ = it.place == ArmPlace::own_base;
         arm(cpu, t, it.expires_jiffies, MOD_TIMER_NOTPENDING);
+        keep_base_ = false;
       }
       script_idle_update(cpu);  // a remote target is woken by the enqueue's IPI, if at all
       break;

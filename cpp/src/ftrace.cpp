@@ -244,9 +244,14 @@ bool FtraceParser::header_line(std::string_view line) {
     std::int32_t n = 0;
     if (parse_int(rest, n) != Num::Ok || n < 0) return false;
     header_nr_cpus_ = n;
+    trace_cmd_header_ = true;
     return true;
   }
-  if (after("version = ", rest)) return all_digits(rest);  // trace-cmd report
+  if (after("version = ", rest)) {  // trace-cmd report
+    if (!all_digits(rest)) return false;
+    trace_cmd_header_ = true;
+    return true;
+  }
   if (after("CPU ", rest)) {                                // trace-cmd: "CPU 3 is empty"
     const std::size_t sp = rest.find(' ');
     return sp != npos && all_digits(rest.substr(0, sp)) && rest.substr(sp) == " is empty";
@@ -491,6 +496,19 @@ bool FtraceParser::parse_key_value(const EventSpec& spec, std::string_view p, St
           i = at - 1;
           break;
         }
+      }
+    } else if (spec.fields[idx].kind == FieldKind::Str) {
+      // %ps of module code prints "sym [module]": a bracketed token without
+      // '=' belongs to the value before it ([timeout=1] is a key of its own).
+      std::size_t j = i;
+      while (j < n && is_space(p[j])) ++j;
+      std::size_t end = j;
+      while (end < n && !is_space(p[end])) ++end;
+      const std::string_view look = p.substr(j, end - j);
+      if (look.size() > 2 && look.front() == '[' && look.back() == ']' && look.find('=') == npos) {
+        const auto vstart = static_cast<std::size_t>(value.data() - p.data());
+        value = p.substr(vstart, end - vstart);
+        i = end;
       }
     }
     if (!stage(spec, idx, value, st, why)) return false;

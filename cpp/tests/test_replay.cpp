@@ -170,6 +170,50 @@ TEST(Replay, AStallSwallowsATick) {
   EXPECT_EQ(simulate(c).cpus[0].ticks, on_time.cpus[0].ticks - 1);
 }
 
+TEST(Replay, AnArmGoesWhereItsPlaceSays) {
+  // Before 6.9, with CPU 0 running a task and CPU 1 idle: a mod_timer from
+  // CPU 1 (an interrupt there) is pushed to CPU 0; add_timer_on(1) stays on
+  // CPU 1; a re-arm from a callback stays on the timer's own base, wherever
+  // the arming CPU is.
+  SimConfig c = replay_config(2);
+  c.pull_model = false;
+  c.workload.script.initial_busy = {1, 0};
+  ScriptItem on = arm(1010 * kMs, 1, 0, kJ0 + 300);
+  on.place = ArmPlace::on_cpu;
+  ScriptItem own = arm(1020 * kMs, 1, 1, kJ0 + 300);
+  own.place = ArmPlace::own_base;
+  c.workload.script.items = {arm(1005 * kMs, 0, 1, kJ0 + 290), arm(1008 * kMs, 1, 0, kJ0 + 290), on, own};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.timers.size(), 4u);
+  EXPECT_EQ(r.timers[0].base_cpu, 0);  // armed by the busy CPU: local
+  EXPECT_EQ(r.timers[1].base_cpu, 0);  // armed on idle CPU 1: pushed to the busy CPU
+  EXPECT_EQ(r.timers[2].base_cpu, 1);  // add_timer_on(1)
+  EXPECT_EQ(r.timers[3].base_cpu, 0);  // re-armed by its callback: stays on CPU 0's base
+  EXPECT_EQ(r.timers[3].flags & TIMER_PINNED, 0u);  // and is not pinned by it
+  c.workload.script.items[3].place = static_cast<ArmPlace>(3);
+  EXPECT_THROW(simulate(c), std::invalid_argument);
+}
+
+TEST(Replay, StalledJiffiesAreCaughtUpByAnotherCpu) {
+  // CPU 0 holds the jiffies duty and stalls for 30 ms (its 1004 ms tick
+  // comes at 1034 ms); CPU 1's ticks see jiffies stuck and, at the fifth,
+  // bring them up to date (tick_sched_do_timer's stall check): CPU 1's
+  // timer for the bucket of 1016 ms expires at CPU 1's 1024 ms tick, not
+  // when the duty holder comes back.
+  SimConfig c = replay_config(2);
+  c.jiffies_duty = true;
+  c.workload.script.initial_busy = {1, 1};
+  ScriptItem hold = op(1000 * kMs, 0, ScriptOp::jiffies_duty);
+  hold.target_cpu = 0;
+  ScriptItem stall = op(1004 * kMs - 1, 0, ScriptOp::tick_delay);
+  stall.duration_ns = 30 * kMs;
+  c.workload.script.items = {hold, arm(1001 * kMs, 1, 0, kJ0 + 253, TIMER_PINNED), stall};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.timers.size(), 1u);
+  EXPECT_EQ(r.timers[0].cpu_expired, 1);
+  EXPECT_EQ(r.timers[0].end_ns, 1024 * kMs);
+}
+
 TEST(Replay, AnIdlePeriodBegunBeforeTheTraceKeepsItsTick) {
   SimConfig c = replay_config(1);
   c.governor = "none";  // no cpuidle driver: the tick is always offered to stop

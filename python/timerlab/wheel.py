@@ -43,6 +43,54 @@ def calc_wheel_index(expires, clk, hz: int = 250):
     return idx.reshape(shape), bucket.reshape(shape)
 
 
+def bucket_expiry_from_idx(expires, timeout, idx, hz: int = 250):
+    """The bucket expiry of timer_start lines that do not print it (kernels
+    before 6.8), from what they do print: ``expires``, ``timeout`` (expires
+    minus jiffies at the enqueue) and ``idx`` (the bucket index), following
+    reference pre-6.9-kernels.md §2.2. The level is ``idx // 64`` — never
+    derived from the timeout, since the base clock may be jiffies + 1 (5.4)
+    or lag jiffies (an idle base). Then:
+
+    * an expired timer (timeout < 0, level 0) sat in the slot of the base
+      clock: the bucket is the latest jiffy at most jiffies + 1 whose slot is idx;
+    * a clamped timer (last level, timeout >= the cutoff - 1) was placed at
+      clk + WHEEL_TIMEOUT_MAX for clk in {J, J+1, J-1}: the one whose slot is idx;
+    * otherwise the expiry rounded up to the level's granularity.
+
+    Returns ``(bucket_expiry, ok)`` as uint64 and bool arrays; ``ok`` is False
+    where no case gives idx (a vendor hook in the wheel, for instance), and
+    bucket_expiry 0 there.
+    """
+    c = wheel_constants(hz)
+    depth, cutoff, tmax = c["LVL_DEPTH"], c["WHEEL_TIMEOUT_CUTOFF"], c["WHEEL_TIMEOUT_MAX"]
+    e = as_u64_array("expires", expires)
+    t = np.asarray(timeout, dtype=np.int64)
+    i = np.asarray(idx, dtype=np.int64)
+    lvl = i // 64
+    slot = (i % 64).astype(np.uint64)
+    shift = (3 * lvl).astype(np.uint64)
+    jiffies = e - t.astype(np.uint64)
+    mask = np.uint64(63)
+
+    def rounded_up(at):
+        q = (at >> shift) + np.uint64(1)
+        return q << shift, (q & mask) == slot
+
+    out, ok = rounded_up(e)
+    out = np.where(ok, out, np.uint64(0))
+    expired = (t < 0) & (lvl == 0)
+    after = jiffies + np.uint64(1)
+    out[expired] = (after - ((after - slot) & mask))[expired]
+    ok |= expired
+    clamped = (lvl == depth - 1) & (t >= cutoff - 1) & ~ok
+    for clk in (jiffies, jiffies + np.uint64(1), jiffies - np.uint64(1)):
+        b, fits = rounded_up(clk + np.uint64(tmax))
+        take = clamped & fits & ~ok
+        out[take] = b[take]
+        ok |= take
+    return out, ok
+
+
 def wheel_constants(hz: int = 250) -> dict:
     """The wheel's constants at this HZ: LVL_DEPTH, LVL_START, LVL_GRAN, WHEEL_TIMEOUT_MAX, ..."""
     return dict(_core.wheel_constants(check_hz(hz)))

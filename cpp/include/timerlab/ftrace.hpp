@@ -251,6 +251,8 @@ class FtraceParser {
   std::int32_t nr_cpus() const;
   // Sum of the counts in `CPU:N [LOST n EVENTS]` / `[n EVENTS DROPPED]`.
   std::int64_t lost_events() const { return lost_events_; }
+  // Whether the text began with trace-cmd report's header (cpus=, version =).
+  bool trace_cmd_header() const { return trace_cmd_header_; }
 
   // Move the columns out (after finish()); the parser is left empty.
   FtraceTable take();
@@ -340,6 +342,7 @@ class FtraceParser {
   std::string payload_blob_;
 
   std::int32_t header_nr_cpus_ = -1;
+  bool trace_cmd_header_ = false;
   std::int32_t max_cpu_ = -1;
   std::int64_t lost_events_ = 0;
   std::int64_t error_line_ = 0;

@@ -50,7 +50,9 @@
 //     (RCU_FAST_NO_HZ, rcu_needs_cpu with a next-event time) may differ;
 //     the option is not tied to a kernel version.
 //   * The jiffies-update duty (tick_do_timer_cpu) is modelled only for
-//     replays (SimConfig::jiffies_duty); its max-deferment cap is not.
+//     replays (SimConfig::jiffies_duty), with tick_sched_do_timer's stall
+//     check (a CPU whose own ticks see jiffies unchanged MAX_STALLED_JIFFIES
+//     times updates them itself); its max-deferment cap is not.
 #pragma once
 
 namespace timerlab {
@@ -58,5 +60,7 @@ namespace timerlab {
 // cpuidle state index traced while idle, and the exit marker (PWR_EVENT_EXIT).
 inline constexpr unsigned kDefaultIdleState = 1;
 inline constexpr unsigned long long kCpuIdleExit = 4294967295ull;
+// tick_sched_do_timer: own ticks with jiffies unchanged before a CPU updates them itself.
+inline constexpr unsigned kMaxStalledJiffies = 5;
 
 }  // namespace timerlab

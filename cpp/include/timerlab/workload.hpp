@@ -95,10 +95,11 @@ struct LoopSpec {
 // (timerlab.replay builds it from a trace).
 //
 //   op            on `cpu` at t_ns
-//   arm           mod_timer of timer `key` to `expires_jiffies` with `flags`
-//                 and callback `function`, from `cpu` (placement, wakeups and
-//                 the deferrable policy apply); `target_cpu` != cpu: the trace
-//                 put it on another CPU's base (add_timer_on)
+//   arm           timer `key` armed for `expires_jiffies` with `flags` and
+//                 callback `function`, from `cpu`, as `place` says: the
+//                 policy's placement (mod_timer: push or pull, wakeups and the
+//                 deferrable policy apply), add_timer_on(`target_cpu`), or its
+//                 own base (re-armed by its callback, which runs there)
 //   cancel        timer_delete of timer `key`
 //   busy_start    the CPU starts running a task (leaves the idle loop)
 //   idle_start    the CPU stops running tasks (enters the idle loop)
@@ -124,6 +125,9 @@ enum class ScriptOp : std::uint8_t {
   jiffies_duty = 7
 };
 
+// Where a scripted arm goes (timerlab.replay.arms reads it off the trace).
+enum class ArmPlace : std::uint8_t { policy = 0, on_cpu = 1, own_base = 2 };
+
 struct ScriptItem {
   std::int64_t t_ns = 0;
   std::uint32_t cpu = 0;
@@ -135,6 +139,7 @@ struct ScriptItem {
   std::uint16_t function = 0;     // arm
   std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace; jiffies_duty: the new holder
   std::int64_t duration_ns = 0;   // external_irq, tick_delay
+  ArmPlace place = ArmPlace::policy;  // arm
 };
 
 struct ScriptSpec {

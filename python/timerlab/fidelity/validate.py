@@ -9,7 +9,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from ..replay import VALIDATE_EVENTS, Script, require_events, script_of, to_config
+from ..replay import OP_ARM, VALIDATE_EVENTS, Script, require_events, script_of, to_config
+from ..replay.arms import PLACE_NAMES
 from ..trace.events import CPU_IDLE_EXIT, column
 from .report import FidelityItem, FidelityReport
 from .wheel import base_of_flags, wheel_replay
@@ -107,6 +108,7 @@ def validate(trace, **overrides) -> FidelityReport:
     items.append(FidelityItem("wheel", wr.placement_agreement, len(p), int(p["agrees"].sum()), p[~p["agrees"]],
                               "timer_start idx and bucket_expiry, replayed base clocks"))
 
+    items.append(_placement(script, res))
     ev = trace.events
     idle_cpus = sorted(ev.loc[ev["event"] == "cpu_idle", "cpu"].unique().tolist())
     hidden = [c for c in range(cfg.topology.cpus) if c not in idle_cpus]
@@ -173,6 +175,33 @@ def validate(trace, **overrides) -> FidelityReport:
     return FidelityReport(trace.path, cfg, items, per_cpu, x, res, notes)
 
 
+def _placement(script: Script, res) -> FidelityItem:
+    """The base each timer_start went to (its ``cpu=``), trace vs simulation:
+    the i-th arm of a timer in the script is the i-th timer_start of that
+    timer in the run (every scripted arm enqueues)."""
+    it = script.items
+    arms = it[it["op"] == OP_ARM]
+    tr = pd.DataFrame({"line": arms["line"].to_numpy(), "cpu": arms["cpu"].to_numpy(np.int64),
+                       "timer": arms["key"].to_numpy(np.int64), "place": arms["place"].to_numpy(np.int64),
+                       "function": [script.function_names[f] for f in arms["function"].tolist()],
+                       "base_cpu_trace": arms["target_cpu"].to_numpy(np.int64)})
+    t = res.timers
+    sim = pd.DataFrame({"timer": t["timer"].to_numpy(np.int64), "base_cpu_sim": t["base_cpu"].to_numpy(np.int64)})
+    sim = sim[sim["timer"] < len(script.pointers)]
+    for df in (tr, sim):
+        df["n"] = df.groupby("timer").cumcount()
+    m = tr.merge(sim, on=["timer", "n"], how="left").drop(columns="n")
+    m["base_cpu_sim"] = m["base_cpu_sim"].astype("Int64")
+    m["place"] = pd.Categorical.from_codes(m["place"], categories=list(PLACE_NAMES))
+    agree = (m["base_cpu_sim"] == m["base_cpu_trace"]).fillna(False).astype(bool)
+    moved = m["base_cpu_trace"] != m["cpu"]
+    pushed = int((moved & (m["place"] == "placement")).sum())
+    note = (f"the base CPU (cpu=) of every timer_start: {int(moved.sum())} on another CPU than the arming one "
+            f"({pushed} by the placement policy, the rest add_timer_on or re-armed from a remote callback)")
+    return FidelityItem("placement", float(agree.mean()) if len(m) else None, len(m), int(agree.sum()), m[~agree],
+                        note)
+
+
 def _idle_counts(ev) -> tuple:
     """Idle entries and successful tick stops per CPU of an event log (a
     trace's or the simulation's: same event names and fields)."""
@@ -190,8 +219,13 @@ def _handovers(trace, res, start_ts) -> FidelityItem:
     if res.events is None:
         return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: the run kept no events")
 
+    if res.config.placement != "pull":
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: no hierarchy before 6.9 (push model)")
+
     def count(ev, t0):
         ev = ev[ev["event"].isin(("tmigr_group_set_cpu_active", "tmigr_group_set_cpu_inactive"))]
+        if not len(ev):
+            return {}
         ev = ev[(ev["lvl"] == 0) & (ev["ts_ns"] > t0)]
         cpus, changes, last = {}, {}, {}
         for g, c, m in zip(ev["group"].tolist(), ev["cpu"].tolist(), ev["migrator"].tolist()):

@@ -11,10 +11,12 @@ kernel release, start and length::
 What is replayed (the script) and what is simulated:
 
 * **timer operations** — every ``timer_start`` (timer pointer, arming CPU =
-  the event's CPU, flags, absolute expiry in jiffies, callback name) and every
-  ``timer_cancel`` that is a delete (not the detach the kernel logs just
-  before running an expired timer), at their recorded times. Placement,
-  wakeups, expiry and the hierarchy are the simulation's.
+  the event's CPU, flags, absolute expiry in jiffies, callback name, and how
+  it was asked for: mod_timer, add_timer_on or a re-arm from its own
+  callback, ``arms.py``) and every ``timer_cancel`` that is a delete (not the
+  detach the kernel logs just before running an expired timer), at their
+  recorded times. Placement (push or pull), wakeups, expiry and the
+  hierarchy are the simulation's.
 * **tasks** — when each CPU runs a task and when its idle task runs, from
   ``sched_switch`` to and from ``swapper/N`` (pid 0); where the switch away
   from the idle task is missing (CPU 1 of the 2-CPU VM), the first event
@@ -67,6 +69,7 @@ Idle: a trace whose cpu_idle events all say state 1 comes from a machine
 without a cpuidle driver (``governor="none"``); see :func:`to_config`.
 
 Modules: ``script.py`` (the Script and how it is built from a trace),
+``arms.py`` (how each timer_start was asked for),
 ``activity.py`` (tasks, idle periods, device interrupts, tick decisions read
 off the trace), ``clocks.py`` (clock offset, HZ, jiffies, tick lateness),
 ``config.py`` (the whole Config).

@@ -1,5 +1,5 @@
 """The clocks of a trace, as a replay needs them: the trace clock's offset
-from CLOCK_MONOTONIC, HZ, jiffies as a function of monotonic time (the
+from CLOCK_MONOTONIC, jiffies as a function of monotonic time (the
 constant, and the model of the jiffies-update duty that fits the recorded
 jiffies), and how late each traced tick fired.
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, is_tick
+
+MAX_STALLED_JIFFIES = 5  # tick_sched_do_timer (kernel/time/tick-sched.c); the engine's kMaxStalledJiffies
 
 
 def clock_offset(ev) -> int:
@@ -23,21 +25,6 @@ def clock_offset(ev) -> int:
         return 0
     resolution = 1000 if (h["ts_ns"].to_numpy() % 1000 == 0).all() else 1
     return int(d.min()) - (resolution - 1)
-
-
-def infer_hz(ev, clock_offset) -> int | None:
-    """HZ from how fast jiffies (timer_start's expires - timeout) advance in
-    monotonic time."""
-    s = ev[ev["event"] == "timer_start"]
-    if len(s) < 2:
-        return None
-    j = (s["expires_jiffies"].to_numpy(np.uint64) - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
-    t = s["ts_ns"].to_numpy(np.int64)
-    dj = float(np.int64(j[-1] - j[0]))
-    if dj < 10:
-        return None
-    per_s = dj / ((t[-1] - t[0]) / 1e9)
-    return min((100, 250, 300, 1000), key=lambda hz: abs(hz - per_s))
 
 
 def tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
@@ -64,19 +51,23 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
     holding the duty when the trace begins (None: nobody); ``handovers``, a
     list, receives (ts, line, cpu, new holder or None) at each change."""
     sel = ev[ev["event"].isin(("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start", "timer_expire_entry",
-                               "sched_switch"))]
+                               "sched_switch", "timer_base_idle"))]
     event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
     function, now_ns, state = column(sel, "function", ""), column(sel, "now_ns"), column(sel, "state")
     expires, timeout = column(sel, "expires_jiffies"), column(sel, "timeout_jiffies")
     now_j = column(sel, "now_jiffies")
     prev_pid, line, success = column(sel, "prev_pid"), column(sel, "line"), column(sel, "success")
+    is_idle = column(sel, "is_idle")
     jif, stopped = None, set()
+    last_seen, stalls = {}, {}
     ok_grid = ok_kernel = total = 0
     for i, e in enumerate(event):
         c = cpu[i]
         grid = (ts[i] - offset) // tick_ns + j0
         jif = grid if jif is None else jif
         if e == "hrtimer_expire_entry":
+            if c in stopped and now_ns[i] is not None:
+                jif = max(jif, now_ns[i] // tick_ns + j0)  # tick_nohz_irq_enter: jiffies brought up to date
             if str(function[i]) in TICK_FUNCTIONS and now_ns[i] is not None:
                 if holder is None:
                     holder = c
@@ -84,6 +75,14 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
                         handovers.append((ts[i], line[i], c, c))
                 if holder == c:
                     jif = max(jif, now_ns[i] // tick_ns + j0)
+                # tick_sched_do_timer's stall check: own ticks seeing jiffies unchanged
+                if last_seen.get(c) != jif:
+                    last_seen[c], stalls[c] = jif, 0
+                else:
+                    stalls[c] += 1
+                    if stalls[c] == MAX_STALLED_JIFFIES:
+                        jif = max(jif, now_ns[i] // tick_ns + j0)
+                        last_seen[c], stalls[c] = jif, 0
         elif e == "tick_stop":
             if success[i] == 0:  # a failed stop (nohz_full dependency) keeps the tick and the duty
                 continue
@@ -92,8 +91,10 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
                 holder = None
                 if handovers is not None:
                     handovers.append((ts[i], line[i], c, None))
-        elif e == "sched_switch":
-            if prev_pid[i] == 0:
+        elif e == "sched_switch" or e == "timer_base_idle":
+            # The tick restarts when the CPU leaves the idle loop: to a task,
+            # or (6.8+) without one, which shows as timer_clear_idle's is_idle=0.
+            if prev_pid[i] == 0 or is_idle[i] == 0:
                 stopped.discard(c)
         elif e == "cpu_idle":
             if state[i] == CPU_IDLE_EXIT and c in stopped:

@@ -7,15 +7,16 @@ Not here: building the script (script.py).
 from __future__ import annotations
 
 from ..config import Config
-from ..trace.features import default_idle, kernel_of, node_of_cpu
+from ..trace.features import default_idle, node_of_cpu
 from .script import script_of, to_workload
 
 
 def to_config(trace, **overrides) -> Config:
     """A :class:`~timerlab.Config` replaying ``trace``: its CPUs, NUMA nodes
     (from the hierarchy's set-up events; else one node), HZ (inferred; 250 if
-    the trace cannot tell), kernel release (from the file name, e.g.
-    "qemu-6.12.95-..." -> "6.12"; else "latest"), start and length, and its
+    the trace cannot tell), kernel release (``trace.kernel``: given to
+    read_ftrace, from the file name, e.g. "qemu-6.12.95-..." -> "6.12", or
+    from the trace's features), start and length, and its
     idle: a trace whose cpu_idle events all say state 1 comes from a machine
     without a cpuidle driver (default_idle_call; idle_states="none",
     governor="none"), else idle states "vm" with the menu governor. Any
@@ -29,7 +30,7 @@ def to_config(trace, **overrides) -> Config:
     nodes = node_of_cpu(trace.events, s.nr_cpus)
     # The trace's own idle only when the caller sets neither part of it.
     idle = "none" if not {"idle_states", "governor"} & set(overrides) and default_idle(trace.events) else "vm"
-    args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=kernel_of(trace.path), idle_states=idle,
+    args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=trace.kernel, idle_states=idle,
                 governor="none" if idle == "none" else "menu",
                 start_ns=s.start_ns, duration_ns=max(1, s.end_ns - s.start_ns + 1), workload=workload)
     if nodes is not None:

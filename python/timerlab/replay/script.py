@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..kernel import kernel_has
 from ..trace.events import column, expiry_detaches
+from ..trace.features import record_hint
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
 from .activity import device_interrupts, hidden_tick_policies, initial_ticks, task_intervals, tick_policies
-from .clocks import clock_offset, infer_hz, initial_duty, jiffies_fit, tick_delays, tick_jiffies_offset
+from .arms import arm_places
+from .clocks import clock_offset, initial_duty, jiffies_fit, tick_delays, tick_jiffies_offset
 from .ops import OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_NAMES, OP_TICK
 
 JIFFIES_MODES = ("auto", "kernel", "grid")
@@ -48,7 +51,8 @@ class Script:
     """A trace's timed operations (one row per item of ``items``, sorted by time)
     and what aligns them with the simulation."""
 
-    # t_ns (monotonic), line, cpu, op, key, expires_jiffies, flags, function, target_cpu, duration_ns
+    # t_ns (monotonic), line, cpu, op, key, expires_jiffies, flags, function, target_cpu, duration_ns,
+    # place (arms: arms.py)
     items: pd.DataFrame
     function_names: tuple
     pointers: np.ndarray         # key -> the trace's timer pointer
@@ -91,6 +95,7 @@ class Script:
             key=it["key"].to_numpy(np.uint32), expires_jiffies=it["expires_jiffies"].to_numpy(np.uint64),
             flags=it["flags"].to_numpy(np.uint32), function=codes[it["function"].to_numpy(np.int64)],
             target_cpu=it["target_cpu"].to_numpy(np.uint32), duration_ns=it["duration_ns"].to_numpy(np.int64),
+            place=it["place"].to_numpy(np.uint8),
             nr_keys=len(self.pointers), initial_busy=list(self.initial_busy) + pad,
             initial_tick=list(self.initial_tick) + pad)
         return cols, self.initial_jiffies, self.jiffies_duty
@@ -101,10 +106,12 @@ class Script:
 
 
 def require_events(trace, events, what):
+    """Raise ValueError naming the events ``what`` needs and the trace lacks,
+    and how to record them."""
     have = set(trace.event_counts().index) if len(trace.events) else set()
     missing = [e for e in events if e not in have]
     if missing:
-        raise ValueError(f"{what}: {trace.path} lacks the event(s) {missing}; record them "
+        raise ValueError(f"{what}: {trace.path} lacks the event(s) {missing}: {record_hint(missing)} "
                          f"(needed: {list(events)})")
 
 
@@ -132,7 +139,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     offset = clock_offset(ev)
     notes = []
     if hz is None:
-        hz = infer_hz(ev, offset) or 250
+        hz = trace.features.hz or 250
     tick_ns = (1_000_000_000 + hz // 2) // hz
     run = ev[~ev["event"].isin(_SETUP_EVENTS)]
     if not len(run):
@@ -253,6 +260,9 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     items.insert(0, "t_ns", items.pop("ts") - offset)
     items["op"] = items["op"].astype(np.uint8)
     items["expires_jiffies"] = items["expires_jiffies"].astype(np.uint64)
+    # How each arm was asked for (arms.py): the policy's placement, add_timer_on, or its own base.
+    places = arm_places(run, nr_cpus, kernel_has(trace.kernel, "pull_model"))
+    items["place"] = np.where(items["op"] == OP_ARM, items["line"].map(places).fillna(0), 0).astype(np.uint8)
     return Script(items=items, function_names=tuple(fnames), pointers=np.array(pointers, dtype=np.uint64),
                   initial_busy=tuple(initial_busy), initial_tick=tuple(initial_tick), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,

@@ -1,17 +1,259 @@
-"""What a trace shows of the machine and the kernel that recorded it: the
-NUMA node of each CPU (from the hierarchy's set-up events), whether it had a
-cpuidle driver, and the kernel release.
+"""What a trace shows of the machine and the kernel that recorded it.
 
-Not here: reading the text (read.py).
+Traces are read by feature, not by version (reference pre-6.9-kernels.md
+§1, §2.3, §6): each release prints what it has, and the reader takes
+whatever is there. :func:`detect` finds out what a trace has, makes the
+fields that a release left out or printed differently look the same as in
+the newest releases, and says what it did (:class:`Features`):
+
+==================== ==================================================================
+bucket_expiry        "traced" (6.8+), "derived" (recomputed from expires, timeout and idx,
+                     §2.2), or "none" (no timer_start)
+timer_base_idle      the event occurs (6.8+)
+pull_model           timer_migration events occur (6.9+)
+was_armed            hrtimer_start prints was_armed= (the 2026 change, backported to
+                     6.1.175+, 6.6.141+, 6.12.y, 6.18.y)
+hrtimer_modes        "symbolic", "hex" (HARD modes as 0x8..0xb before the 2023 decode fix:
+                     turned into names), or "none" (trace-cmd's hrtimer plugin prints none)
+timer_flags          "traced", or "unreliable": trace-cmd printed flags=D|P|I on every
+                     timer_start (libtraceevent evaluates ``flags & (M|D|P|I)`` wrongly), so
+                     the flags are unknown and read as none
+tick_stop_dependencies the names seen (an open set: RCU from ~5.5, RCU_EXP from ~6.4)
+module_symbols       some function= carries " [module]"
+source               "tracefs" or "trace-cmd report"
+hz                   from how fast jiffies advance (None: cannot tell)
+release, release_from  the kernel release the replay models: given, from the file name
+                     ("qemu-6.1.176-..." -> "6.1"), or the features (see ``release_of``)
+==================== ==================================================================
+
+Also here: the NUMA node of each CPU (from the hierarchy's set-up events)
+and whether the machine had a cpuidle driver.
+
+Not here: parsing the text (read.py and the C++ reader).
 """
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
+from ..wheel import bucket_expiry_from_idx
 from .events import CPU_IDLE_EXIT
+
+# The system of each event timerlab reads, for the tracefs path and trace-cmd's -e name.
+EVENT_SYSTEMS = {
+    **{e: "timer" for e in ("timer_init", "timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit",
+                            "timer_base_idle", "tick_stop", "hrtimer_init", "hrtimer_setup", "hrtimer_start",
+                            "hrtimer_cancel", "hrtimer_expire_entry", "hrtimer_expire_exit")},
+    **{e: "power" for e in ("cpu_idle", "cpu_idle_miss", "cpu_frequency")},
+    **{e: "sched" for e in ("sched_switch", "sched_wakeup", "sched_waking", "sched_wakeup_new",
+                            "sched_wake_idle_without_ipi")},
+    **{e: "irq" for e in ("softirq_entry", "softirq_exit", "softirq_raise")},
+    **{e: "ipi" for e in ("ipi_send_cpu", "ipi_send_cpumask")},
+}
+# decode_hrtimer_mode's names of the mode bits ABS=0, REL=1, PINNED=2, SOFT=4, HARD=8.
+_MODE_BITS = ((2, "PINNED"), (4, "SOFT"), (8, "HARD"))
+
+
+def record_hint(events) -> str:
+    """How to record events: the tracefs enable files and trace-cmd's -e options."""
+    names = [f"{EVENT_SYSTEMS.get(e, 'timer_migration' if e.startswith('tmigr_') else '?')}/{e}" for e in events]
+    files = "; ".join(f"echo 1 > /sys/kernel/tracing/events/{n}/enable" for n in names)
+    options = " ".join("-e " + n.replace("/", ":") for n in names)
+    return f"record with tracefs ({files}) or with `trace-cmd record {options}`"
+
+
+@dataclass(frozen=True)
+class Features:
+    """The kernel features a trace shows (see the module doc)."""
+
+    source: str
+    hz: int | None
+    release: str
+    release_from: str
+    bucket_expiry: str
+    timer_base_idle: bool
+    pull_model: bool
+    was_armed: bool
+    hrtimer_modes: str
+    timer_flags: str
+    module_symbols: bool
+    tick_stop_dependencies: tuple = ()
+    notes: tuple = field(default=())
+
+    def __str__(self) -> str:
+        rows = [(k, getattr(self, k)) for k in self.__dataclass_fields__ if k != "notes"]
+        w = max(len(k) for k, _ in rows)
+        return "\n".join([f"{k:<{w}}  {v}" for k, v in rows] + [f"note: {n}" for n in self.notes])
+
+
+def detect(events: pd.DataFrame, path, *, source: str, kernel: str | None = None) -> tuple[pd.DataFrame, Features]:
+    """The events with the older releases' fields made like the newest ones'
+    (a derived bucket_expiry column, mode and function names as the newest
+    kernels and tracefs print them; no row changes), and the Features."""
+    notes = []
+    names = set(events["event"].unique().tolist()) if len(events) else set()
+    hz = infer_hz(events)
+    starts = (events["event"] == "timer_start").to_numpy()
+    bucket = "none"
+    if starts.any():
+        bucket = "traced"
+        if "bucket_expiry_jiffies" not in events or events.loc[starts, "bucket_expiry_jiffies"].isna().any():
+            bucket = "derived"
+            events = _derive_bucket_expiry(events, starts, hz or 250, notes)
+    flags = "traced"
+    if starts.sum() >= 2 and "flags" in events:
+        letters = events.loc[starts, "flags"].astype(str).str.split("|")
+        if letters.map(lambda ls: {"D", "P", "I"} <= set(ls)).all():
+            flags = "unreliable"
+            events = _recode(events, "flags", lambda c: "M" if "M" in c.split("|") else "")
+            notes.append("trace-cmd printed flags=D|P|I on every timer_start (a libtraceevent bug): the timer "
+                         "flags are unknown and read as none; record with tracefs to have them")
+    modes = "none"
+    if "mode" in events and events["mode"].notna().any():
+        modes = "hex" if any(str(c).startswith("0x") for c in events["mode"].cat.categories) else "symbolic"
+        if modes == "hex":
+            events = _recode(events, "mode", _mode_name)
+    if "function" in events:
+        # trace-cmd's hrtimer plugin prints "sym/0x0": the symbol is what %ps prints.
+        events = _recode(events, "function", lambda c: _PLUGIN_OFFSET.sub("", c))
+        if source == "tracefs" and events["function"].cat.categories.size and any(
+                _PLUGIN_OFFSET.search(str(c)) for c in events["function"].cat.categories):
+            source = "trace-cmd report"
+    functions = [str(c) for c in events["function"].cat.categories] if "function" in events else []
+    deps = ()
+    if "dependency" in events:
+        deps = tuple(sorted(str(d) for d in events.loc[events["event"] == "tick_stop", "dependency"].dropna().unique()))
+    f = dict(source=source, hz=hz, bucket_expiry=bucket, timer_base_idle="timer_base_idle" in names,
+             pull_model=any(n.startswith("tmigr_") for n in names),
+             was_armed=bool("was_armed" in events and events["was_armed"].notna().any()), hrtimer_modes=modes,
+             timer_flags=flags, module_symbols=any(c.endswith("]") and " [" in c for c in functions),
+             tick_stop_dependencies=deps)
+    release, release_from = release_of(events, path, kernel, f)
+    return events, Features(release=release, release_from=release_from, notes=tuple(notes), **f)
+
+
+_PLUGIN_OFFSET = re.compile(r"(\+0x[0-9a-f]+)?/0x[0-9a-f]+$")
+
+
+def _recode(events, column, rename) -> pd.DataFrame:
+    """A categorical column with its categories renamed (names that become
+    equal merge), the rows untouched."""
+    col = events[column]
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return events
+    old = [str(c) for c in col.cat.categories]
+    new = [rename(c) for c in old]
+    if new == old:
+        return events
+    cats = list(dict.fromkeys(new))
+    where = {c: i for i, c in enumerate(cats)}
+    lookup = np.array([where[c] for c in new] + [-1], dtype=np.int32)  # code -1 (missing) stays -1
+    codes = lookup[col.cat.codes.to_numpy()]
+    return events.assign(**{column: pd.Categorical.from_codes(codes, categories=cats)})
+
+
+def release_of(events, path, kernel, f) -> tuple[str, str]:
+    """The release to model, and where it came from: given (``kernel=``), the
+    file name, or the features: timer_migration events -> the pull model
+    ("latest"); no bucket_expiry -> before 6.8, with the 5.9 wheel when the
+    kernel placed timers from clk == jiffies ("6.6": 5.10-6.7 behave alike
+    here) and the wheel before it when from jiffies + 1 ("5.4");
+    bucket_expiry but no timer_migration events -> "6.8" if the kernel pushed
+    a timer (a timer_start whose cpu= is not the arming CPU, without P) or
+    marked a base idle that kept its tick, else "latest"."""
+    if kernel is not None:
+        return kernel, "given"
+    m = re.search(r"(?<![\d.])(\d+\.\d+)(?:\.\d+)?(?![\d.])", os.path.basename(str(path)))
+    if m:
+        return m.group(1), "file name"
+    if f["pull_model"]:
+        return "latest", "features"
+    if f["bucket_expiry"] == "derived":
+        return ("5.4" if _wheel_clock_ahead(events, f["hz"] or 250) else "6.6"), "features"
+    s = events[events["event"] == "timer_start"]
+    if not len(s) or not {"base_cpu", "flags"} <= set(s.columns):
+        return "latest", "features"
+    pushed = (s["base_cpu"] != s["cpu"]) & ~s["flags"].astype(str).str.contains("P")
+    return ("6.8" if bool(pushed.fillna(False).any()) or _idle_base_kept_tick(events) else "latest"), "features"
+
+
+def _idle_base_kept_tick(events) -> bool:
+    """Whether a base was marked idle (timer_base_idle is_idle=1) and cleared
+    again before the tick stopped: 6.8 marks it in the sleep-length query and
+    clears it when the tick is kept; 6.9+ marks it only on the stop path."""
+    sel = events[events["event"].isin(("timer_base_idle", "tick_stop"))]
+    marked = set()
+    for e, cpu, is_idle in zip(sel["event"].tolist(), sel["cpu"].tolist(),
+                               sel["is_idle"].tolist() if "is_idle" in sel else [None] * len(sel)):
+        if e == "tick_stop":
+            marked.discard(cpu)
+        elif is_idle == 1:
+            marked.add(cpu)
+        elif cpu in marked:
+            return True
+    return False
+
+
+def _wheel_clock_ahead(events, hz) -> bool:
+    """Whether the kernel placed timers from clk == jiffies + 1 (the wheel
+    before 5.9, whose softirq runs every tick) more often than from jiffies."""
+    from ..wheel import calc_wheel_index
+
+    s = events[events["event"] == "timer_start"]
+    if not len(s) or s[["expires_jiffies", "timeout_jiffies", "idx"]].isna().any().any():
+        return False
+    expires = s["expires_jiffies"].to_numpy(np.uint64)
+    j = expires - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64)
+    idx = s["idx"].to_numpy(np.int64)
+    at_j = calc_wheel_index(expires, j, hz=hz)[0] == idx
+    at_j1 = calc_wheel_index(expires, j + np.uint64(1), hz=hz)[0] == idx
+    return int((at_j1 & ~at_j).sum()) > int((at_j & ~at_j1).sum())
+
+
+def _derive_bucket_expiry(events, starts, hz, notes) -> pd.DataFrame:
+    s = events.loc[starts]
+    if s[["expires_jiffies", "timeout_jiffies", "idx"]].isna().any().any():
+        notes.append("bucket_expiry not derived: timer_start lacks expires, timeout or idx")
+        return events
+    bucket, ok = bucket_expiry_from_idx(s["expires_jiffies"].to_numpy(np.uint64),
+                                        s["timeout_jiffies"].to_numpy(np.int64), s["idx"].to_numpy(np.int64), hz=hz)
+    values = np.zeros(len(events), dtype=np.uint64)
+    mask = np.ones(len(events), dtype=bool)
+    rows = np.flatnonzero(starts)
+    values[rows] = bucket
+    mask[rows] = ~ok
+    if (~ok).any():
+        notes.append(f"bucket_expiry not derived for {int((~ok).sum())} timer_start lines: idx fits no clock near "
+                     "jiffies (a vendor-modified wheel?)")
+    notes.append("bucket_expiry derived from expires, timeout and idx (the kernel before 6.8 does not print it)")
+    return events.assign(bucket_expiry_jiffies=pd.arrays.IntegerArray(values, mask))
+
+
+def _mode_name(mode) -> str:
+    m = str(mode)
+    if not m.startswith("0x"):
+        return m
+    bits = int(m, 16)
+    return "|".join(["REL" if bits & 1 else "ABS"] + [name for bit, name in _MODE_BITS if bits & bit])
+
+
+def infer_hz(ev) -> int | None:
+    """HZ from how fast jiffies (timer_start's expires - timeout) advance in
+    trace time."""
+    s = ev[ev["event"] == "timer_start"]
+    if len(s) < 2 or s[["expires_jiffies", "timeout_jiffies"]].isna().any().any():
+        return None
+    j = (s["expires_jiffies"].to_numpy(np.uint64) - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
+    t = s["ts_ns"].to_numpy(np.int64)
+    dj = float(np.int64(j[-1] - j[0]))
+    if dj < 10 or t[-1] <= t[0]:
+        return None
+    per_s = dj / ((t[-1] - t[0]) / 1e9)
+    return min((100, 250, 300, 1000), key=lambda hz: abs(hz - per_s))
 
 
 def node_of_cpu(ev, nr_cpus):
@@ -33,8 +275,3 @@ def default_idle(ev) -> bool:
     states = ev.loc[ev["event"] == "cpu_idle", "state"]
     states = states[states != CPU_IDLE_EXIT]
     return len(states) > 0 and bool((states == 1).all())
-
-
-def kernel_of(path) -> str:
-    m = re.search(r"(?<![\d.])(\d+\.\d+)(?:\.\d+)?(?![\d.])", os.path.basename(str(path)))
-    return m.group(1) if m else "latest"

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _core
+from .features import Features, detect
 
 _CHUNK_BYTES = 4 << 20
 _LINE_COLUMNS = ["ts_ns", "cpu", "task", "pid", "event", "line"]
@@ -75,15 +76,27 @@ class Trace:
         ``"line N: reason"`` for the first few of them.
     lost_events : int
         Events the ring buffer reported lost (``CPU:N [LOST n EVENTS]`` lines).
+    features : Features
+        The kernel features the trace shows and what the reader made of them
+        (:mod:`timerlab.trace.features`): e.g. ``features.bucket_expiry`` is
+        "derived" for a kernel before 6.8.
+    kernel : str
+        The release a replay models (``features.release``): given to
+        :func:`read_ftrace`, from the file name, or from the features.
     """
 
-    def __init__(self, path, events, nr_cpus, skipped_lines=0, skipped_examples=(), lost_events=0):
+    def __init__(self, path, events, nr_cpus, skipped_lines=0, skipped_examples=(), lost_events=0, *,
+                 source="tracefs", kernel=None):
         self.path = str(path)
-        self.events = events
+        self.events, self.features = detect(events, path, source=source, kernel=kernel)
         self.nr_cpus = int(nr_cpus)
         self.skipped_lines = int(skipped_lines)
         self.skipped_examples = list(skipped_examples)
         self.lost_events = int(lost_events)
+
+    @property
+    def kernel(self) -> str:
+        return self.features.release
 
     def event_counts(self) -> pd.Series:
         """Number of rows per event name, most frequent first."""
@@ -133,7 +146,7 @@ class Trace:
                 f"{self.nr_cpus} CPUs, {span}{skipped})")
 
 
-def read_ftrace(path, *, strict: bool = True) -> Trace:
+def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trace:
     """Read an ftrace text trace into a :class:`Trace`.
 
     Parameters
@@ -146,6 +159,10 @@ def read_ftrace(path, *, strict: bool = True) -> Trace:
         True (default): the first malformed line raises :class:`TraceFormatError`
         naming ``file:line`` and the problem. False: malformed lines are skipped,
         counted in ``Trace.skipped_lines``, and a warning is issued.
+    kernel : str, keyword-only
+        The release that recorded the trace ("6.1", "5.15.0", ...), when the
+        file name does not say it; None (default): the file name or the
+        trace's features tell (:func:`timerlab.trace.features.release_of`).
 
     Raises
     ------
@@ -156,6 +173,9 @@ def read_ftrace(path, *, strict: bool = True) -> Trace:
     """
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False, not {strict!r}")
+    if kernel is not None:
+        from ..kernel import parse_kernel
+        parse_kernel(kernel)
     name = os.fspath(path)
     parser = _core.FtraceParser(strict=strict)
     with contextlib.closing(_chunks_in_background(name)) as chunks:
@@ -169,8 +189,9 @@ def read_ftrace(path, *, strict: bool = True) -> Trace:
     if parser.skipped_lines:
         warnings.warn(f"{name}: skipped {parser.skipped_lines} malformed lines, e.g. "
                       f"{parser.skipped_examples[0]}", stacklevel=2)
-    return Trace(name, _frame(parser.take()), parser.nr_cpus, parser.skipped_lines,
-                 parser.skipped_examples, parser.lost_events)
+    return Trace(name, _frame(parser.take()), parser.nr_cpus, parser.skipped_lines, parser.skipped_examples,
+                 parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
+                 kernel=kernel)
 
 
 def _open(name: str):
