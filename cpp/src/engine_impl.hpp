@@ -36,13 +36,21 @@ struct WorkItem {
   }
 };
 enum WorkKind : std::uint8_t {
-  work_resched, work_burst_end, work_task_wake, work_stream, work_cancel, work_remote, work_loop, work_script
+  work_resched, work_burst_end, work_task_wake, work_stream, work_cancel, work_remote, work_loop, work_script,
+  work_script_step  // the next item of a CPU's scripted activity (engine_replay.cpp)
 };
 
 struct CpuState {
   Activity act = Activity::run;
   bool always_busy = false;
   bool script_busy = false;    // a replayed trace has a task running here
+  // A replayed trace's activity on this CPU, one item at a time: the next
+  // item's position, when it is due (entries at other times are stale), and
+  // how far the activity runs behind (or ahead of) the trace since a task
+  // here was woken by a simulated expiry.
+  std::uint32_t script_cursor = 0;
+  std::int64_t script_due = INT64_MIN;
+  std::int64_t script_shift_ns = 0;
   std::uint8_t script_tick = 0;  // a replayed trace's tick decision: 0 governor, 1 keep, 2 stop
   std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
@@ -185,6 +193,10 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   void script_op(unsigned cpu, std::size_t item);
   bool script_runs_in_idle(unsigned cpu);
   void script_idle_update(unsigned cpu);
+  void script_schedule_step(unsigned cpu);
+  void script_step(unsigned cpu, const WorkItem& item);
+  bool script_step_is_current(unsigned cpu, const WorkItem& item) const;
+  void script_timer_fired(std::uint32_t key);
 
   SimConfig cfg_;
   Topology topo_;
@@ -204,6 +216,9 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   std::vector<TimerInfo> info_;
   std::vector<TimerId> free_timers_;
   std::vector<TimerId> script_timers_;  // key -> timer
+  std::vector<std::vector<std::uint32_t>> script_steps_;  // per CPU: its activity items, in order
+  std::vector<std::uint8_t> script_fired_;   // key -> expired since its last scripted arm
+  std::vector<std::int32_t> script_waiter_;  // key -> CPU whose next item waits for its expiry (-1)
   SimResult res_;
   std::int64_t now_ = 0, end_ns_ = 0;
   jiffies_t jiffies_now_ = 0;  // jiffies_duty: the kernel's jiffies

@@ -4,9 +4,9 @@
 //
 // Theory of operation
 // -------------------
-// Every item becomes a work item of its CPU at its time; items of one CPU at
-// one instant run in script order (the work queue breaks ties by item
-// number). What the kernel decides is left to the simulation: where an armed
+// Each CPU's items run in script order, one at a time, each at its time
+// (the tick's lateness, the jiffies duty and the tick decisions, which belong
+// to the clock, are queued all at once). What the kernel decides is left to the simulation: where an armed
 // timer goes (__mod_timer with the arming CPU as the current one), whether
 // and whom it wakes, when and where it expires, when the tick stops, which
 // idle state is entered, who is the hierarchy's migrator. What the kernel
@@ -28,6 +28,20 @@
 //                   nobody holds it), as the trace's jiffies show; taking
 //                   it happens at a tick, which brings jiffies up to date
 //
+// A task woken by a timer's callback (busy_start with kScriptWokenByTimer)
+// runs when the simulation expires that timer, not when the trace says: a
+// remote expiry by a busy migrator, a late tick or an early one move it, and
+// the task's run (the CPU's items up to its next idle_start) moves with it;
+// later items keep the trace's time (never earlier than the run's end):
+//
+//   trace     arm K ... sleep ..... K expires, task runs, re-arms K
+//   replay    arm K ... sleep ......... K expires (remote) -> IPI -> runs ...
+//                                                 shift = how much later
+//
+// If the timer is not pending when the task is due (the simulation deleted
+// or already expired it), the task runs at once; if it never expires, a
+// second past its traced time.
+//
 // Only arm/cancel/busy_start/external_irq are interrupts in the trace: on a
 // CPU whose tick is stopped they bring jiffies up to date (with the jiffies
 // duty); the tick and duty items are bookkeeping placed between trace events.
@@ -35,7 +49,10 @@
 // Simplifications vs. the kernel
 //   * Scripted operations take no time; a timer's callback does nothing
 //     (its effects — re-arms, wakeups of tasks — are scripted items).
-//   * A task's CPU is the trace's: no load balancing is simulated.
+//   * A task's CPU is the trace's: no load balancing is simulated; a task
+//     woken by a timer runs where the trace ran it.
+//   * Only wakeups from timer callbacks are causal; a task woken by another
+//     task or an hrtimer (nanosleep) runs at its traced time.
 #include <stdexcept>
 #include <string>
 
@@ -93,6 +110,9 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
         if (it.flags == 0 && it.target_cpu >= nr_cpus) bad(i, "jiffies_duty: CPU " + std::to_string(it.target_cpu) + " does not exist");
         break;
       case ScriptOp::busy_start:
+        if (it.flags > kScriptWokenByTimer) bad(i, "busy_start flags must be 0 or 1 (woken by timer `key`)");
+        if (it.flags && it.key >= nr_keys) bad(i, "timer key " + std::to_string(it.key) + " >= nr_keys " + std::to_string(nr_keys));
+        break;
       case ScriptOp::idle_start:
         break;
       default:
@@ -100,6 +120,26 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
     }
   }
 }
+
+namespace {
+
+// A scripted busy_start whose task was woken by a timer's callback waits
+// for the simulated expiry at most this long past its traced time (a
+// deferrable timer may never be run by an idle CPU).
+constexpr std::int64_t kScriptWakeWaitNs = 1'000'000'000;
+
+// Items that keep the trace's clock whatever the activity does: the tick's
+// lateness and the jiffies duty are properties of the tick grid, and the
+// kernel's tick decisions belong to idle entries that mostly follow its ticks.
+bool is_clock_item(ScriptOp op) {
+  return op == ScriptOp::tick_delay || op == ScriptOp::jiffies_duty || op == ScriptOp::tick_policy;
+}
+
+bool woken_by_timer(const ScriptItem& it) {
+  return it.op == ScriptOp::busy_start && (it.flags & kScriptWokenByTimer);
+}
+
+}  // namespace
 
 void Engine::start_script() {
   const ScriptSpec& s = cfg_.workload.script;
@@ -117,26 +157,101 @@ void Engine::start_script() {
     if (t != k) throw std::logic_error("script timers must be allocated first");
     script_timers_[k] = t;
   }
+  script_fired_.assign(s.nr_keys, 0);
+  script_waiter_.assign(s.nr_keys, -1);
+  script_steps_.assign(cpus_.size(), {});
   for (unsigned c = 0; c < s.initial_busy.size(); ++c) cpus_[c].script_busy = s.initial_busy[c] != 0;
   for (unsigned c = 0; c < s.initial_tick.size(); ++c) cpus_[c].script_tick = s.initial_tick[c];
   for (std::size_t i = 0; i < s.items.size(); ++i) {
     const ScriptItem& it = s.items[i];
-    // Items before the start run at the start, in order.
-    cpus_[it.cpu].work.push({std::max(it.t_ns, now_), work_script, i});
+    if (is_clock_item(it.op)) {
+      // Items before the start run at the start, in order.
+      cpus_[it.cpu].work.push({std::max(it.t_ns, now_), work_script, i});
+    } else {
+      script_steps_[it.cpu].push_back(static_cast<std::uint32_t>(i));
+    }
   }
+  for (unsigned c = 0; c < cpus_.size(); ++c) script_schedule_step(c);
+}
+
+void Engine::script_schedule_step(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  const std::vector<std::uint32_t>& steps = script_steps_[cpu];
+  if (cs.script_cursor >= steps.size()) return;
+  const std::uint32_t i = steps[cs.script_cursor];
+  const ScriptItem& it = cfg_.workload.script.items[i];
+  // What comes from outside (a device, a task woken by anything but a
+  // timer) keeps the trace's time; what the CPU's tasks do follows them.
+  if (it.op == ScriptOp::external_irq || (it.op == ScriptOp::busy_start && !woken_by_timer(it))) cs.script_shift_ns = 0;
+  std::int64_t t = it.t_ns + cs.script_shift_ns;
+  if (woken_by_timer(it)) {
+    if (script_fired_[it.key]) {
+      t = now_;  // its timer already expired: the task is runnable
+    } else if (pool_[script_timers_[it.key]].pending()) {
+      script_waiter_[it.key] = static_cast<std::int32_t>(cpu);
+      t += kScriptWakeWaitNs;  // script_timer_fired brings it forward
+    }
+  }
+  cs.script_due = std::max(t, now_);
+  push_work(cpu, {cs.script_due, work_script_step, i});
+}
+
+bool Engine::script_step_is_current(unsigned cpu, const WorkItem& item) const {
+  const CpuState& cs = cpus_[cpu];
+  const std::vector<std::uint32_t>& steps = script_steps_[cpu];
+  return item.t == cs.script_due && cs.script_cursor < steps.size() && steps[cs.script_cursor] == item.id;
+}
+
+void Engine::script_step(unsigned cpu, const WorkItem& item) {
+  if (!script_step_is_current(cpu, item)) return;  // rescheduled since: a stale entry
+  CpuState& cs = cpus_[cpu];
+  const ScriptItem& it = cfg_.workload.script.items[item.id];
+  if (woken_by_timer(it)) {
+    script_waiter_[it.key] = -1;
+    cs.script_shift_ns = now_ - it.t_ns;  // the task's run follows its wakeup
+  }
+  ++cs.script_cursor;
+  script_op(cpu, static_cast<std::size_t>(item.id));
+  if (it.op == ScriptOp::idle_start) cs.script_shift_ns = 0;  // the task's run is over: back on the trace's time
+  script_schedule_step(cpu);
+}
+
+void Engine::script_timer_fired(std::uint32_t key) {
+  script_fired_[key] = 1;
+  const std::int32_t waiter = script_waiter_[key];
+  if (waiter < 0) return;
+  script_waiter_[key] = -1;
+  // try_to_wake_up: the task runs on its CPU; an idle remote CPU is sent
+  // a reschedule IPI and runs it once that arrives.
+  const unsigned c = static_cast<unsigned>(waiter);
+  CpuState& cs = cpus_[c];
+  std::int64_t t = now_;
+  if (c != cur_ && cs.act == Activity::idle) {
+    send_ipi(c);
+    t += cfg_.ipi_latency_ns;
+  }
+  cs.script_due = t;
+  push_work(c, {t, work_script_step, script_steps_[c][cs.script_cursor]});
 }
 
 bool Engine::script_runs_in_idle(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
-  if (cs.work.empty() || cs.work.top().t > now_ || cs.work.top().kind != work_script) return false;
-  const ScriptOp op = cfg_.workload.script.items[cs.work.top().id].op;
-  if (op == ScriptOp::busy_start || op == ScriptOp::external_irq) return false;
+  if (cs.work.empty() || cs.work.top().t > now_) return false;
   const WorkItem item = cs.work.top();
+  if (item.kind != work_script && item.kind != work_script_step) return false;
+  const bool stale = item.kind == work_script_step && !script_step_is_current(cpu, item);
+  const ScriptOp op = cfg_.workload.script.items[item.id].op;
+  if (!stale && (op == ScriptOp::busy_start || op == ScriptOp::external_irq)) return false;
   cs.work.pop();
+  if (stale) return true;  // nothing happens: the item was rescheduled
   // The trace shows the CPU in an interrupt here: tick_nohz_irq_enter.
   const bool bookkeeping = op == ScriptOp::tick_delay || op == ScriptOp::tick_policy || op == ScriptOp::jiffies_duty;
   if (cfg_.jiffies_duty && cs.tick_stopped && !bookkeeping) update_jiffies();
-  script_op(cpu, static_cast<std::size_t>(item.id));
+  if (item.kind == work_script) {
+    script_op(cpu, static_cast<std::size_t>(item.id));
+  } else {
+    script_step(cpu, item);
+  }
   return true;
 }
 
@@ -158,6 +273,7 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
   switch (it.op) {
     case ScriptOp::arm: {
       const TimerId t = script_timers_[it.key];
+      script_fired_[it.key] = 0;  // a new sleep, if a task sleeps on it
       info_[t].function = it.function;
       if (pool_[t].pending()) del_timer(cpu, t);  // the trace had it not pending: enqueue as it did
       pool_[t].flags = (pool_[t].flags & ~TIMER_INIT_FLAGS) | it.flags;

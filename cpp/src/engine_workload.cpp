@@ -164,6 +164,9 @@ void Engine::work(unsigned cpu, const WorkItem& item) {
     case work_script:
       script_op(cpu, static_cast<std::size_t>(item.id));
       break;
+    case work_script_step:
+      script_step(cpu, item);
+      break;
     default:
       break;
   }
@@ -308,6 +311,9 @@ void Engine::timer_callback(TimerId t) {
       arm(cur_, t, jiffies() + period, 0);
       break;
     }
+    case TimerKind::script:
+      script_timer_fired(info.owner);  // a replayed task asleep on it wakes
+      break;
     default:
       break;  // an expired timeout or remote timer: nothing more happens
   }

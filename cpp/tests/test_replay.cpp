@@ -214,6 +214,34 @@ TEST(Replay, StalledJiffiesAreCaughtUpByAnotherCpu) {
   EXPECT_EQ(r.timers[0].end_ns, 1024 * kMs);
 }
 
+TEST(Replay, ATaskWokenByATimerRunsWhenTheSimulationExpiresIt) {
+  // CPU 1's task sleeps on a global timer (bucket kJ0 + 260, 1040 ms) and
+  // goes idle; CPU 0 runs a task. The trace woke the task at 1020 ms (its
+  // kernel expired the timer then); the simulation's migrator, CPU 0,
+  // expires it at its 1040 ms tick and sends CPU 1 a reschedule IPI: the
+  // task runs then, and its re-arm, 1 ms into its run, moves with it.
+  SimConfig c = replay_config(2);
+  c.workload.script.initial_busy = {1, 1};
+  ScriptItem woken = op(1020 * kMs, 1, ScriptOp::busy_start, 0);
+  woken.flags = kScriptWokenByTimer;
+  c.workload.script.items = {arm(1001 * kMs, 1, 0, kJ0 + 259), op(1002 * kMs, 1, ScriptOp::idle_start), woken,
+                             arm(1021 * kMs, 1, 0, kJ0 + 300), op(1022 * kMs, 1, ScriptOp::idle_start),
+                             op(1100 * kMs, 1, ScriptOp::busy_start), arm(1101 * kMs, 1, 1, kJ0 + 300)};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.timers.size(), 3u);
+  EXPECT_EQ(r.timers[0].cpu_expired, 0);
+  EXPECT_EQ(r.timers[0].end_ns, 1040 * kMs);
+  const std::int64_t ran = 1040 * kMs + c.ipi_latency_ns;
+  EXPECT_EQ(r.timers[1].armed_ns, ran + 1 * kMs);  // 1021 ms in the trace
+  EXPECT_EQ(r.timers[2].armed_ns, 1101 * kMs);      // after the next idle_start, the trace's time again
+  EXPECT_GE(r.cpus[0].ipis_sent, 1u);
+  // Not woken by the timer: the task runs at its traced time.
+  c.workload.script.items[2].flags = 0;
+  EXPECT_EQ(simulate(c).timers[1].armed_ns, 1021 * kMs);
+  c.workload.script.items[2].flags = 2;
+  EXPECT_THROW(simulate(c), std::invalid_argument);
+}
+
 TEST(Replay, AnIdlePeriodBegunBeforeTheTraceKeepsItsTick) {
   SimConfig c = replay_config(1);
   c.governor = "none";  // no cpuidle driver: the tick is always offered to stop

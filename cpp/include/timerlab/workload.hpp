@@ -101,7 +101,13 @@ struct LoopSpec {
 //                 deferrable policy apply), add_timer_on(`target_cpu`), or its
 //                 own base (re-armed by its callback, which runs there)
 //   cancel        timer_delete of timer `key`
-//   busy_start    the CPU starts running a task (leaves the idle loop)
+//   busy_start    the CPU starts running a task (leaves the idle loop);
+//                 flags kScriptWokenByTimer: the task was woken by the
+//                 callback of timer `key` (schedule_timeout's
+//                 process_timeout), so it starts when the simulation expires
+//                 that timer — on its CPU, or after a reschedule IPI from
+//                 the CPU that expired it — and the task's run (this CPU's
+//                 items up to the next idle_start) moves with it
 //   idle_start    the CPU stops running tasks (enters the idle loop)
 //   external_irq  a device interrupt keeping the CPU awake duration_ns
 //   tick_delay    the CPU's next periodic tick fires duration_ns after its
@@ -120,6 +126,9 @@ struct LoopSpec {
 // (the trace had it expire or deleted without a trace of it) deletes it first, so
 // that every arm enqueues, as in the trace. Timer `key` has TimerId `key`
 // (pointer key + 1 in the event log): script timers are allocated first.
+// busy_start flags: the task was woken by timer `key`'s expiry.
+inline constexpr std::uint32_t kScriptWokenByTimer = 1;
+
 enum class ScriptOp : std::uint8_t {
   arm = 0, cancel = 1, busy_start = 2, idle_start = 3, external_irq = 4, tick_policy = 5, tick_delay = 6,
   jiffies_duty = 7
@@ -132,10 +141,10 @@ struct ScriptItem {
   std::int64_t t_ns = 0;
   std::uint32_t cpu = 0;
   ScriptOp op = ScriptOp::arm;
-  std::uint32_t key = 0;          // arm, cancel
+  std::uint32_t key = 0;          // arm, cancel; busy_start woken by a timer
   std::uint64_t expires_jiffies = 0;  // arm
   std::uint32_t flags = 0;        // arm: TIMER_PINNED | TIMER_DEFERRABLE | TIMER_IRQSAFE; tick_policy: 0/1/2;
-                                  // jiffies_duty: 1 = nobody holds it
+                                  // jiffies_duty: 1 = nobody holds it; busy_start: kScriptWokenByTimer
   std::uint16_t function = 0;     // arm
   std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace; jiffies_duty: the new holder
   std::int64_t duration_ns = 0;   // external_irq, tick_delay

@@ -74,7 +74,8 @@ def validate(trace, **overrides) -> FidelityReport:
     for reasons a trace does not record — RCU callbacks waiting for a grace
     period (rcu_needs_cpu), irq_work, the architecture — so by default the
     replay reads them off the trace as "the kernel kept the tick at this
-    idle entry"; every tick stop, every idle state, timer, wakeup and the
+    idle entry" (where the engine's tick model, below, does not already
+    keep it); every tick stop, every idle state, timer, wakeup and the
     hierarchy stay the simulation's — including the engine's tick model
     (``Config(rcu_needs_cpu=True)``: the tick kept from a task switching out
     to the CPU's next tick), which can also keep the tick where the kernel

@@ -22,16 +22,22 @@ What is replayed (the script) and what is simulated:
   from the idle task is missing (CPU 1 of the 2-CPU VM), the first event
   another task logs there. A task woken by the interrupt that ends an idle
   period runs from that interrupt (the kernel's idle loop does not enter
-  idle again). The idle loop itself (idle entries, governor, tick stop) is
-  the simulation's (with its tick model, ``Config(rcu_needs_cpu=True)``:
-  the tick kept from a task switching out to the CPU's next tick) — unless
-  ``tick="kept"``, which keeps the tick at the idle entries where the
-  kernel kept it (for reasons no trace records: RCU callbacks waiting for
-  a grace period, irq_work; on a CPU that logs no cpu_idle, when its tick
-  was re-armed periodically while swapper ran) and simulates the rest (the
-  tick model included, which can keep a tick the kernel stopped), or
-  ``tick="trace"``, which imposes every decision (on a CPU that logs no
-  cpu_idle, as "kept": its stops do not show).
+  idle again). A task woken by a timer's callback (a process_timeout of
+  schedule_timeout; not a deferrable timer) runs when the simulation
+  expires that timer — remotely, late or early as the policy makes it —
+  and its run moves with it (engine_replay.cpp). The idle loop itself
+  (idle entries, governor, tick stop) is the simulation's (with its tick
+  model, ``Config(rcu_needs_cpu=True)``: the tick kept from a task
+  switching out to the CPU's next tick) — unless ``tick="kept"``, which
+  keeps the tick at the idle entries where the kernel kept it for reasons
+  no trace records and the tick model does not cover (RCU callbacks waiting
+  for a grace period, irq_work: entries after the CPU's first tick since a
+  task ran; on a CPU that logs no cpu_idle, when its tick was re-armed
+  periodically while swapper ran) and simulates the rest (the tick model
+  included, which can keep a tick the kernel stopped), or ``tick="trace"``,
+  which imposes every decision (on a CPU that logs no cpu_idle, as "kept":
+  its stops do not show). A decision is in force from two ticks before its
+  entry.
 * **the state at the start** — which idle CPUs' tick runs (``initial_tick``:
   they tick within two periods), who holds the jiffies-update duty.
 * **device interrupts** — an idle period whose first event is not the tick

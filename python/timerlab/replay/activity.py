@@ -11,11 +11,48 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column
-from .ops import OP_BUSY, OP_IDLE
+from .ops import OP_BUSY, OP_IDLE, WOKEN_BY_TIMER
 from .clocks import tick_events
 
 
-def task_intervals(ev, nr_cpus, idle_cpus, clock_offset):
+def timer_wakeups(ev) -> dict:
+    """{line of a sched_switch: timer pointer} for every switch into a task
+    that a timer's callback woke (sched_wakeup between that timer's
+    timer_expire_entry and _exit, e.g. process_timeout waking a task asleep
+    in schedule_timeout): the task runs because the timer expired, so a
+    replay starts it when the simulation expires that timer. Not for a
+    deferrable timer: its expiry waits for whatever else wakes its CPU, which
+    the trace's own timing of the task stands for better."""
+    sel = ev[ev["event"].isin(("timer_start", "timer_expire_entry", "timer_expire_exit", "sched_wakeup",
+                               "sched_switch"))]
+    event, cpu, line, timer = column(sel, "event"), column(sel, "cpu"), column(sel, "line"), column(sel, "timer")
+    wakee, target, next_pid = column(sel, "wakee_pid"), column(sel, "target_cpu"), column(sel, "next_pid")
+    flags = column(sel, "flags", "")
+    deferrable = {}  # timer -> its last timer_start had D
+    in_callback, woken, out = {}, {}, {}  # CPU -> timer; (CPU, pid) -> timer
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "timer_start":
+            deferrable[timer[i]] = "D" in str(flags[i] or "").split("|")
+        elif e == "timer_expire_entry":
+            if not deferrable.get(timer[i], False):
+                in_callback[c] = timer[i]
+        elif e == "timer_expire_exit":
+            in_callback.pop(c, None)
+        elif e == "sched_wakeup":
+            t = in_callback.get(c)
+            if t is not None and target[i] is not None:
+                woken[(target[i], wakee[i])] = t
+            else:
+                woken.pop((target[i], wakee[i]), None)
+        elif next_pid[i] is not None:
+            t = woken.pop((c, next_pid[i]), None)
+            if t is not None:
+                out[line[i]] = t
+    return out
+
+
+def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     """busy_start / idle_start rows from sched_switch to and from pid 0, the
     CPUs' initial states, and the CPUs whose switches away from the idle task
     are missing (CPU 1 of the 2-CPU VM): there, the first event logged by
@@ -26,7 +63,12 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset):
     on CPUs that log cpu_idle, the busy period starts at the interrupt that
     ended the idle period (the clock reading of an hrtimer expiry, i.e. the
     simulated tick's own time), not at the switch some µs later, by which
-    the simulation would have re-entered idle once more."""
+    the simulation would have re-entered idle once more.
+
+    ``woken_by``: {line of a sched_switch: timer key} (timer_wakeups): a
+    busy period that switch starts waits for that timer's expiry (the
+    busy_start's flags 1, key)."""
+    woken_by = woken_by or {}
     rows, state, first, missing = [], {}, {}, set()
     event, cpu, ts, line = column(ev, "event"), column(ev, "cpu"), column(ev, "ts_ns"), column(ev, "line")
     pid, prev_pid, next_pid = column(ev, "pid"), column(ev, "prev_pid"), column(ev, "next_pid")
@@ -49,7 +91,8 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset):
             if prev_pid[i] == 0 and next_pid[i] != 0:
                 if state.get(c) != "busy":
                     t, ln = (wake.get(c) or (ts[i], line[i])) if c in idle_cpus else (ts[i], line[i])
-                    rows.append((t, ln, c, OP_BUSY, 0, 0, 0, 0, c, 0))
+                    key = woken_by.get(line[i])
+                    rows.append((t, ln, c, OP_BUSY, 0 if key is None else key, 0, 0 if key is None else WOKEN_BY_TIMER, 0, c, 0))
                 state[c] = "busy"
                 wake.pop(c, None)
             elif next_pid[i] == 0 and prev_pid[i] != 0:
@@ -140,14 +183,38 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
     return out
 
 
-def tick_policies(ev, cpus_with_idle, t_start):
-    """(t_ts, cpu, policy, line): the trace's tick decision at each idle entry
-    (2: the tick is stopped in that idle period, 1: kept), set just after the
-    previous entry so that it is in force when the simulation reaches the
-    same entry (its idle entries precede the trace's by the few µs the
-    kernel spends between the switch to the idle task and cpu_idle); a
-    CPU's first entry's at ``t_start`` (the idle period in progress then has
-    the script's initial_tick)."""
+def entries_before_first_tick(ev) -> set:
+    """Lines of the idle entries between a task switching out and the CPU's
+    next tick: where the engine's tick model (Config rcu_needs_cpu) keeps
+    the tick itself."""
+    sub = ev[ev["event"].isin(("cpu_idle", "sched_switch", "hrtimer_expire_entry"))]
+    event, cpu, line, state = column(sub, "event"), column(sub, "cpu"), column(sub, "line"), column(sub, "state")
+    next_pid, function = column(sub, "next_pid"), column(sub, "function", "")
+    fresh, out = set(), set()
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "sched_switch":
+            if next_pid[i] == 0:
+                fresh.add(c)
+        elif e == "hrtimer_expire_entry":
+            if str(function[i]) in TICK_FUNCTIONS:
+                fresh.discard(c)
+        elif state[i] != CPU_IDLE_EXIT and c in fresh:
+            out.add(line[i])
+    return out
+
+
+def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
+    """(t_ts, cpu, policy, line, entry line): the trace's tick decision at
+    each idle entry (2: the tick is stopped in that idle period, 1: kept),
+    in force from two ticks before that entry — or from just after the
+    previous entry, if that is later — so that it is in force when the
+    simulation reaches the same entry (its idle entries precede the trace's
+    by the few µs the kernel spends between the switch to the idle task and
+    cpu_idle, or follow a tick that came earlier), but not at passes the
+    simulation makes long before it, which the kernel's reason for that
+    entry need not cover. A CPU's first entry's is set at ``t_start`` (the
+    idle period in progress then has the script's initial_tick)."""
     out = []
     sub = ev[ev["cpu"].isin(cpus_with_idle) & ev["event"].isin(("cpu_idle", "tick_stop", "sched_switch"))]
     event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
@@ -163,8 +230,9 @@ def tick_policies(ev, cpus_with_idle, t_start):
             stopped[c] = False  # tick_nohz_idle_exit restarts the tick
         elif e == "cpu_idle" and state[i] != CPU_IDLE_EXIT:
             prev = last_entry.get(c)
-            t_set = prev[0] + 1 if prev is not None else t_start
-            out.append((t_set, c, 2 if stopped.get(c, False) else 1, prev[1] if prev is not None else line[i]))
+            t_set = max(prev[0] + 1, ts[i] - 2 * tick_ns) if prev is not None else t_start
+            out.append((t_set, c, 2 if stopped.get(c, False) else 1, prev[1] if prev is not None else line[i],
+                        line[i]))
             last_entry[c] = (ts[i], line[i])
     return out
 

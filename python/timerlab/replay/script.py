@@ -16,7 +16,8 @@ from ..trace.events import column, expiry_detaches
 from ..trace.features import record_hint
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
-from .activity import device_interrupts, hidden_tick_policies, initial_ticks, task_intervals, tick_policies
+from .activity import (device_interrupts, entries_before_first_tick, hidden_tick_policies, initial_ticks,
+                       task_intervals, tick_policies, timer_wakeups)
 from .arms import arm_places
 from .clocks import clock_offset, initial_duty, jiffies_fit, tick_delays, tick_jiffies_offset
 from .ops import OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_NAMES, OP_TICK
@@ -120,9 +121,10 @@ def to_workload(trace, *, hz: int | None = None, tick: str = "simulated", jiffie
     ``tick="trace"`` also imposes the trace's tick decisions at each idle
     entry (on CPUs that log cpu_idle), instead of the governor's;
     ``tick="kept"`` imposes only the entries where the kernel kept the tick
-    (for reasons a trace does not show, such as RCU callbacks pending) and
-    leaves stopping it to the simulation. ``jiffies``: "auto", "kernel" (the update duty, late ticks as traced) or
-    "grid" (module doc, Clocks)."""
+    for reasons a trace does not show (RCU callbacks pending, say) and the
+    engine's tick model does not cover, and leaves the rest to the
+    simulation. ``jiffies``: "auto", "kernel" (the update duty, late ticks
+    as traced) or "grid" (module doc, Clocks)."""
     return Workload((Component("script", CpuSelection(),
                                {"script": build_script(trace, hz=hz, tick=tick, jiffies=jiffies)}),))
 
@@ -199,7 +201,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
 
     # Tasks: sched_switch from and to the idle task (pid 0).
     idle_cpus = set(run.loc[run["event"] == "cpu_idle", "cpu"].unique().tolist())
-    busy_rows, initial_busy, missing_switch = task_intervals(run, nr_cpus, idle_cpus, offset)
+    woken_by = {ln: key_of[p] for ln, p in timer_wakeups(run).items() if p in key_of}
+    busy_rows, initial_busy, missing_switch = task_intervals(run, nr_cpus, idle_cpus, offset, woken_by)
     rows += busy_rows
     sw = run[run["event"] == "sched_switch"]
     next0 = (sw["next_pid"] == 0).to_numpy(dtype=bool, na_value=False)
@@ -230,18 +233,22 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     for g, d, cpu, line in tick_delays(run, tick_ns):
         if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
             rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
-    policies = tick_policies(run, sorted(idle_cpus), start_ns + offset)
+    policies = tick_policies(run, sorted(idle_cpus), start_ns + offset, tick_ns)
     if tick in ("trace", "kept"):
-        for ts, cpu, policy, line in policies:
-            # kept: only the entries where the kernel kept the tick are imposed (its reasons, such as
-            # RCU callbacks pending, do not show in a trace); stopping it is left to the simulation.
-            rows.append((ts, line, cpu, OP_TICK, 0, 0, policy if tick == "trace" else policy % 2, 0, cpu, 0))
+        fresh = entries_before_first_tick(run)
+        for ts, cpu, policy, line, entry in policies:
+            # kept: only the entries where the kernel kept the tick for reasons a trace does not show (RCU
+            # callbacks pending, irq_work) and the engine's tick model does not cover (the window from a
+            # task switching out to the CPU's next tick) are imposed; everything else is simulated.
+            if tick == "kept":
+                policy = int(policy == 1 and entry not in fresh)
+            rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
         notes.append("tick decisions imposed from the trace (tick='trace'): tick stops are not a measure"
                      if tick == "trace" else "the ticks the kernel kept in idle are imposed (tick='kept'); tick "
                      "stops are simulated where the kernel stopped the tick")
     else:
         # The initial tick state holds for the idle period in progress at the start only.
-        for ts, cpu, _, line in policies:
+        for ts, cpu, _, line, _ in policies:
             if initial_tick[cpu] and ts == start_ns + offset:
                 rows.append((ts, line, cpu, OP_TICK, 0, 0, 0, 0, cpu, 0))
     hidden = [c for c in range(nr_cpus) if c not in idle_cpus and (sw["cpu"] == c).any()

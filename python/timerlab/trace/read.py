@@ -88,6 +88,7 @@ class Trace:
     def __init__(self, path, events, nr_cpus, skipped_lines=0, skipped_examples=(), lost_events=0, *,
                  source="tracefs", kernel=None):
         self.path = str(path)
+        self.features: Features
         self.events, self.features = detect(events, path, source=source, kernel=kernel)
         self.nr_cpus = int(nr_cpus)
         self.skipped_lines = int(skipped_lines)
