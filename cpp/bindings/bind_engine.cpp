@@ -204,6 +204,8 @@ SimConfig config_of(const py::dict& d) {
   c.deferrable = deferrable_policy_of(get<std::string>(d, "deferrable"));
   c.tmigr_setup = get<bool>(d, "numa_tree_fix") ? TmigrSetup::fixed : TmigrSetup::v6_12;
   c.remote_expires_self = get<bool>(d, "remote_expires_self");
+  c.first_timer_by_bucket = get<bool>(d, "first_timer_by_bucket");
+  c.jiffies_stall_check = get<bool>(d, "jiffies_stall_check");
   c.rcu_needs_cpu = get<bool>(d, "rcu_needs_cpu");
   c.start_ns = get<std::int64_t>(d, "start_ns");
   c.duration_ns = get<std::int64_t>(d, "duration_ns");

@@ -212,23 +212,26 @@ void Engine::tick(unsigned cpu) {
   if (cfg_.jiffies_duty) {  // tick_sched_do_timer
     if (do_timer_cpu_ < 0) do_timer_cpu_ = static_cast<int>(cpu);
     if (do_timer_cpu_ == static_cast<int>(cpu)) update_jiffies();
-    // The stall check: a CPU whose own ticks saw jiffies unchanged
-    // MAX_STALLED_JIFFIES times (the duty holder stopped by a hypervisor,
-    // say) brings them up to date itself.
-    CpuState& cs = cpus_[cpu];
-    if (cs.last_tick_jiffies != jiffies_now_) {
-      cs.last_tick_jiffies = jiffies_now_;
-      cs.stalled_jiffies = 0;
-    } else if (++cs.stalled_jiffies == kMaxStalledJiffies) {
-      update_jiffies();
-      cs.last_tick_jiffies = jiffies_now_;
-      cs.stalled_jiffies = 0;
-    }
+    if (cfg_.jiffies_stall_check) jiffies_stall_check(cpu);
   }
   const jiffies_t j = jiffies();
   bool raise = cpu_timers_[cpu].any_base_due(j, cfg_.pull_model);
   if (!raise && cfg_.pull_model) raise = tmigr_->tmigr_requires_handle_remote(cpu, basem_of(j));
   if (raise) run_timer_softirq(cpu);
+}
+
+void Engine::jiffies_stall_check(unsigned cpu) {
+  // A CPU whose own ticks saw jiffies unchanged MAX_STALLED_JIFFIES times
+  // (the duty holder stopped by a hypervisor, say) brings them up to date.
+  CpuState& cs = cpus_[cpu];
+  if (cs.last_tick_jiffies != jiffies_now_) {
+    cs.last_tick_jiffies = jiffies_now_;
+    cs.stalled_jiffies = 0;
+  } else if (++cs.stalled_jiffies == kMaxStalledJiffies) {
+    update_jiffies();
+    cs.last_tick_jiffies = jiffies_now_;
+    cs.stalled_jiffies = 0;
+  }
 }
 
 void Engine::run_timer_softirq(unsigned cpu) {
@@ -361,6 +364,10 @@ unsigned Engine::get_nohz_timer_target(unsigned cpu) {
 }
 
 void Engine::trigger_dyntick_cpu(TimerBase& base, TimerId t, bool new_first) {
+  // Before 5.9 the test was on the requested expiry, against a next_expiry
+  // the enqueue did not lower unless this was the new first timer: an
+  // expiry earlier than that, though in a later bucket, also woke the CPU.
+  if (!cfg_.first_timer_by_bucket && !new_first) new_first = time_before(pool_[t].expires, base.next_expiry());
   if (cfg_.lazy_wakeup && !new_first) return;
   // Deferrable timers do not wake an idle CPU (before 6.8 only nohz_full
   // ones, which are not modelled).

@@ -38,7 +38,14 @@ void Engine::idle_iteration(unsigned cpu) {
   SleepLength ctx(*this, cpu);
   const int idx = cs.governor->select(ctx, &stop_tick);
   if (cs.script_tick) stop_tick = cs.script_tick == 2;  // a replay imposing the trace's decision
-  if (stop_tick || cs.tick_stopped) tick_nohz_idle_stop_tick(cpu);
+  if (stop_tick || cs.tick_stopped) {
+    tick_nohz_idle_stop_tick(cpu);
+  } else if (!cfg_.pull_model) {
+    // tick_nohz_idle_retain_tick before 6.9: the sleep-length query marked
+    // the base idle; keeping the tick undoes it, so no remote enqueue IPIs
+    // a CPU whose tick will see the timer (pre-6.9-kernels.md §4.2, §7).
+    cpu_timers_[cpu].timer_clear_idle();
+  }
   enter_state(cpu, idx);
 }
 
@@ -56,10 +63,14 @@ std::int64_t Engine::tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::ui
                            : tc.get_next_timer_interrupt_push(basej, basem, tick_nsec_);
   }
   cs.expires_computed = true;
-  // At most a tick away while the tick runs: keep it.
-  if (next - basem <= tick_nsec_ && !cs.tick_stopped) {
-    cs.timer_expires = 0;
-    return 0;
+  // At most a tick away while the tick runs: keep it (before 6.9 the base is
+  // not idle then either: timer_clear_idle).
+  if (next - basem <= tick_nsec_) {
+    if (!cfg_.pull_model) tc.timer_clear_idle();
+    if (!cs.tick_stopped) {
+      cs.timer_expires = 0;
+      return 0;
+    }
   }
   cs.timer_expires = static_cast<std::int64_t>(std::min<std::uint64_t>(next, KTIME_MAX));
   return cs.timer_expires;

@@ -136,6 +136,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
     log_.set_context(now_, cpu);
   }
   void tick(unsigned cpu);
+  void jiffies_stall_check(unsigned cpu);  // tick_sched_do_timer's, 5.18+
   void run_timer_softirq(unsigned cpu);
   void run_base(TimerBase& base);
   void expire_timer(TimerBase& base, TimerId t, jiffies_t baseclk);

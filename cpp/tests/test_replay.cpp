@@ -242,6 +242,45 @@ TEST(Replay, ATaskWokenByATimerRunsWhenTheSimulationExpiresIt) {
   EXPECT_THROW(simulate(c), std::invalid_argument);
 }
 
+TEST(Replay, BeforeV69AKeptTickIsNotWokenForANewTimer) {
+  // CPU 0 runs a task and puts a timer 100 ms out on idle CPU 1 (add_timer_on).
+  // If CPU 1 kept its tick, the governor's sleep-length query had marked its
+  // base idle but keeping the tick cleared that: no IPI. With the tick
+  // stopped, the base stays idle and the new first timer sends one.
+  SimConfig c = replay_config(2);
+  c.pull_model = false;
+  c.workload.script.initial_busy = {1, 0};
+  ScriptItem on = arm(1010 * kMs, 0, 0, kJ0 + 300);
+  on.place = ArmPlace::on_cpu;
+  on.target_cpu = 1;
+  c.workload.script.items = {on};
+  c.workload.script.initial_tick = {0, 1};  // CPU 1 idles with its tick kept
+  EXPECT_EQ(simulate(c).cpus[0].ipis_sent, 0u);
+  c.workload.script.initial_tick = {0, 2};  // ... stopped
+  EXPECT_EQ(simulate(c).cpus[0].ipis_sent, 1u);
+}
+
+TEST(Replay, BeforeV59AnEarlierRequestedExpiryWakesTheCpu) {
+  // Two timers for the same jiffy put on CPU 1, whose tick is stopped: the
+  // first is the base's new first timer and wakes it in every release; the
+  // second shares its bucket, which 5.9+ does not count as new — but its
+  // requested expiry precedes the bucket's expiry, which the older rule did.
+  SimConfig c = replay_config(2);
+  c.pull_model = false;
+  c.workload.script.initial_busy = {1, 0};
+  ScriptItem stop = op(1000 * kMs, 1, ScriptOp::tick_policy);
+  stop.flags = 2;
+  ScriptItem a = arm(1010 * kMs, 0, 0, kJ0 + 300), b = arm(1020 * kMs, 0, 1, kJ0 + 300);
+  for (ScriptItem* it : {&a, &b}) {
+    it->place = ArmPlace::on_cpu;
+    it->target_cpu = 1;
+  }
+  c.workload.script.items = {stop, a, b};
+  EXPECT_EQ(simulate(c).cpus[0].ipis_sent, 1u);
+  c.first_timer_by_bucket = false;
+  EXPECT_EQ(simulate(c).cpus[0].ipis_sent, 2u);
+}
+
 TEST(Replay, AnIdlePeriodBegunBeforeTheTraceKeepsItsTick) {
   SimConfig c = replay_config(1);
   c.governor = "none";  // no cpuidle driver: the tick is always offered to stop

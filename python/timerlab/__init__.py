@@ -2,7 +2,8 @@
 
 Public API (see DESIGN.md): ``Config``, ``simulate`` / ``Result``, ``sweep``,
 ``workloads``, ``dist``, ``idle_states``, ``hierarchy``, ``Topology``,
-``calc_wheel_index``, ``TimerWheel``, ``read_ftrace`` / ``Trace``.
+``calc_wheel_index``, ``TimerWheel``, ``read_ftrace`` / ``Trace``, ``validate``,
+``predict``.
 """
 from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_constants
 from .trace import Trace, TraceFormatError, read_ftrace
@@ -13,7 +14,7 @@ from .config import Config
 from .simulate import Result, simulate
 from .sweep import SweepError, sweep
 from . import replay
-from .fidelity import FidelityReport, validate
+from .fidelity import FidelityReport, Prediction, predict, validate
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,8 @@ __all__ = [
     "TraceFormatError",
     "calc_wheel_index",
     "parse_timer_flags",
+    "predict",
+    "Prediction",
     "read_ftrace",
     "replay",
     "validate",

@@ -151,6 +151,8 @@ class Config:
             "pull_model": self.placement == "pull", "lazy_wakeup": self.remote_wakeup == "lazy",
             "deferrable": self.deferrable,
             "deferrable_no_ipi": kernel_has(self.kernel, "deferrable_no_ipi"),
+            "first_timer_by_bucket": kernel_has(self.kernel, "first_timer_by_bucket"),
+            "jiffies_stall_check": kernel_has(self.kernel, "jiffies_stall_check"),
             "numa_tree_fix": kernel_has(self.kernel, "numa_tree_fix"),
             "remote_expires_self": kernel_has(self.kernel, "remote_expires_self"),
             "rcu_needs_cpu": self.rcu_needs_cpu,

@@ -13,7 +13,26 @@ LATEST = (99, 0)
 
 # name: (first release, what it is, where it came from)
 BEHAVIOURS = {
-    "deferrable_no_ipi": ((6, 8), "deferrable timers never wake a remote idle CPU", "timers: (v6.8 preparation of the pull model)"),
+    "first_timer_by_bucket": ((5, 9), "the 5.9 wheel rework: a remote idle CPU is woken only when the new timer's "
+                                      "bucket is its base's first (before: when the requested expiry precedes the "
+                                      "next_expiry the idle path left); the softirq runs only when a bucket is due and "
+                                      "base->clk is forwarded at every enqueue (before: every tick, clk = jiffies + 1 "
+                                      "on a busy CPU; not modelled)",
+                              "1f32cab0db4b timers: Use only bucket expiry for base->next_expiry value; d4f7dae87096 "
+                              "timers: Spare timer softirq until next expiry (v5.9)"),
+    "jiffies_stall_check": ((5, 18), "a CPU whose own ticks see jiffies unchanged 5 times updates them itself "
+                                     "(tick_sched_do_timer; replays with the jiffies duty)",
+                            "a1ff03cd6fb9 tick: Detect and fix jiffies update stall (tip timers/core, Mar 2022)"),
+    "deferrable_no_ipi": ((6, 8), "deferrable timers never wake a remote idle CPU (before: only a nohz_full one, "
+                                  "which timerlab does not model: the same here)",
+                          "d124c3393e79 timers: Do not IPI for deferrable timers (v6.8)"),
+    "is_idle_on_stop_only": ((6, 9), "a timer base is marked idle only when the tick stops (before: by the "
+                                     "sleep-length query when the next event is over a tick away, and cleared when "
+                                     "the tick is kept; the same for wakeups, as query and decision are one step)",
+                             "the 6.9 pull-model series (7ee988770326 and its preparation)"),
+    "local_global_bases": ((6, 9), "pinned timers on BASE_LOCAL, the others on BASE_GLOBAL, deferrable on BASE_DEF "
+                                   "(before: BASE_STD and BASE_DEF); with the pull model",
+                           "timers: Keep the pinned timers separate from the others (6.9 series)"),
     "pull_model": ((6, 9), "timers are queued locally and idle CPUs' global timers are pulled by a migrator "
                            "(timer migration hierarchy)", "timers-core-2024-03-10, 7ee988770326"),
     "numa_tree_fix": ((6, 18), "hierarchy groups below the crossnode level hold one NUMA node only",

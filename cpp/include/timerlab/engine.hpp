@@ -96,6 +96,12 @@ struct SimConfig {
   DeferrablePolicy deferrable = DeferrablePolicy::legacy;  // timer_cpu.hpp; non-legacy needs pull_model
   TmigrSetup tmigr_setup = TmigrSetup::fixed;
   bool remote_expires_self = true;
+  // 5.9+: a remote idle CPU is woken only when the new timer's bucket is
+  // its base's first; before, when the requested expiry precedes the
+  // base's next_expiry (trigger_dyntick_cpu of the wheel before 5.9).
+  bool first_timer_by_bucket = true;
+  // 5.18+: tick_sched_do_timer's stall check (jiffies_duty only).
+  bool jiffies_stall_check = true;
   std::int64_t start_ns = 0;  // CLOCK_MONOTONIC at the start (jiffies = initial_jiffies at 0)
   // jiffies at CLOCK_MONOTONIC 0: the kernel's INITIAL_JIFFIES unless set
   // (a replayed trace sets its own, so that simulated and recorded jiffies agree).

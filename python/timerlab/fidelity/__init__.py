@@ -6,15 +6,18 @@
 * ``validate.py`` — the whole simulator: a trace replayed under the kernel's
   own policy, compared item by item with what the kernel did
   (:func:`validate`);
-* ``report.py`` — what validate found (:class:`FidelityReport`).
+* ``report.py`` — what validate found (:class:`FidelityReport`);
+* ``predict.py`` — another kernel predicted from a trace and checked against
+  that kernel's real run (:func:`predict`), on the rates of ``rates.py``.
 
 Not here: reading traces (:mod:`timerlab.trace`), turning them into a
 simulation (:mod:`timerlab.replay`). Nothing here changes a model to fit a
 trace: it only measures.
 """
+from .predict import Prediction, predict
 from .report import FidelityItem, FidelityReport
 from .validate import validate
 from .wheel import WheelReplay, base_of_flags, wheel_placement, wheel_replay
 
-__all__ = ["validate", "FidelityReport", "FidelityItem", "wheel_replay", "wheel_placement", "base_of_flags",
-           "WheelReplay"]
+__all__ = ["validate", "FidelityReport", "FidelityItem", "predict", "Prediction", "wheel_replay", "wheel_placement",
+           "base_of_flags", "WheelReplay"]

@@ -41,7 +41,7 @@ def tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
     return max(votes, key=votes.get) if votes else None
 
 
-def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
+def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_check=True):
     """How often each jiffies model gives the value the kernel recorded (at
     timer_start: expires - timeout; at timer_expire_entry: now): ``grid``
     (jiffies = monotonic // TICK_NSEC + j0) and ``kernel`` (the update duty:
@@ -49,7 +49,8 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
     takes the duty when nobody holds it, a CPU stopping its tick drops it —
     and when a CPU whose tick is stopped leaves idle). ``holder``: the CPU
     holding the duty when the trace begins (None: nobody); ``handovers``, a
-    list, receives (ts, line, cpu, new holder or None) at each change."""
+    list, receives (ts, line, cpu, new holder or None) at each change;
+    ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+)."""
     sel = ev[ev["event"].isin(("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start", "timer_expire_entry",
                                "sched_switch", "timer_base_idle"))]
     event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
@@ -76,7 +77,9 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None):
                 if holder == c:
                     jif = max(jif, now_ns[i] // tick_ns + j0)
                 # tick_sched_do_timer's stall check: own ticks seeing jiffies unchanged
-                if last_seen.get(c) != jif:
+                if not stall_check:
+                    pass
+                elif last_seen.get(c) != jif:
                     last_seen[c], stalls[c] = jif, 0
                 else:
                     stalls[c] += 1
@@ -119,7 +122,7 @@ def tick_events(ev):
     return ev[(ev["event"] == "hrtimer_expire_entry") & ev["function"].astype(str).isin(TICK_FUNCTIONS)]
 
 
-def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300):
+def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_check=True):
     """The CPU that holds the jiffies-update duty when the trace begins (the
     trace starts long after boot, so the duty's history is not in it): of
     ``candidates`` (the CPUs whose tick runs at the start), the one whose
@@ -132,7 +135,7 @@ def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300):
     order = list(dict.fromkeys(first + sorted(candidates)))
     if not order:
         return -1
-    fits = [jiffies_fit(prefix, offset, j0, tick_ns, holder=c)["kernel"] for c in order]
+    fits = [jiffies_fit(prefix, offset, j0, tick_ns, holder=c, stall_check=stall_check)["kernel"] for c in order]
     return order[int(np.argmax(fits))]
 
 

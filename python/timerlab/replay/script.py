@@ -216,9 +216,11 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # The state at the start: whose tick runs, who holds the jiffies duty.
     initial_tick = initial_ticks(run, nr_cpus, sorted(idle_cpus), initial_busy, start_ns, tick_ns)
     ticking = [c for c in range(nr_cpus) if initial_busy[c] or initial_tick[c] == 1]
-    duty_cpu = initial_duty(run, offset, j0, tick_ns, ticking)
+    stall_check = kernel_has(trace.kernel, "jiffies_stall_check")
+    duty_cpu = initial_duty(run, offset, j0, tick_ns, ticking, stall_check=stall_check)
     handovers = []  # of the jiffies duty, as the trace's jiffies show them
-    fit = jiffies_fit(run, offset, j0, tick_ns, holder=None if duty_cpu < 0 else duty_cpu, handovers=handovers)
+    fit = jiffies_fit(run, offset, j0, tick_ns, holder=None if duty_cpu < 0 else duty_cpu, handovers=handovers,
+                      stall_check=stall_check)
     if jiffies == "auto":
         jiffies = "kernel" if fit["kernel"] > fit["grid"] else "grid"
         notes.append(f"jiffies={jiffies!r}: it gives the kernel's recorded jiffies at {100 * fit[jiffies]:.1f} % of "
