@@ -53,7 +53,7 @@ def test_demo_compares_push_pull_lazy_always_and_writes_figures(tmp_path, capsys
 
 
 def test_wheel_replays_the_bundled_trace(tmp_path, capsys):
-    with lzma.open(cli_wheel._bundled_trace(), "rt") as f:
+    with lzma.open(cli_wheel.bundled_trace(), "rt") as f:
         starts = sum(" timer_start: " in line for line in f)
     assert cli.main(["wheel", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -21,9 +21,9 @@ __version__ = "0.1.0"
 
 def example_trace():
     """Path of the bundled real trace (Linux 6.18, 2 CPUs, HZ=250, fsync'ed writes between 30 ms sleeps)."""
-    from .cli_wheel import _bundled_trace
+    from .cli_wheel import bundled_trace
 
-    return _bundled_trace()
+    return bundled_trace()
 
 __all__ = [
     "Config",

@@ -63,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--no-rcu-tick", action="store_true",
                    help="timers alone decide when the tick stops (Config rcu_needs_cpu=False): no tick kept "
                         "from a task switching out to the CPU's next tick")
+    q = command("predict", "predict another kernel from a trace and check it against that kernel's real run",
+                "timerlab-predict")
+    q.add_argument("trace", type=Path)
+    q.add_argument("--kernel", required=True, help="the release to predict, e.g. 6.12 (or 6.1 from a 6.12 trace)")
+    q.add_argument("--against", type=Path, help="a trace of that kernel on the same machine and workload")
+    q.add_argument("--no-plot", action="store_true", help="print the tables only")
     w = command("wheel", "replay a trace's timer events through the wheel and show the slack it adds",
                 "timerlab-wheel")
     w.add_argument("trace", type=Path, nargs="?", help="ftrace text (.txt, .xz, .gz); default: a bundled trace")

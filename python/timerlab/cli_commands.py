@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .cli_wheel import bundled_trace
 from .experiment import print_table
 
 # Headline figures of a run, as the tables show them.
@@ -19,11 +20,16 @@ def _figures(res, out: Path, stem: str) -> None:
     import matplotlib.pyplot as plt
 
     from . import plot
-    from .experiment import save_figure
 
     fig, axes = plt.subplots(2, 1, figsize=(9, 7), layout="constrained")
     plot.wakeups(res, ax=axes[0])
     plot.residency(res, ax=axes[1])
+    _save(fig, out, stem)
+
+
+def _save(fig, out: Path, stem: str) -> None:
+    from .experiment import save_figure
+
     for p in save_figure(fig, out, stem):
         print(f"wrote {p}")
 
@@ -47,6 +53,13 @@ def demo(args) -> int:
     if not args.no_plot:
         for placement in ("push", "pull"):
             _figures(tl.simulate(base.replace(placement=placement)), args.out, f"demo_{placement}")
+    # The same question on a real machine: a kernel upgrade predicted from one trace.
+    old, new = (tl.read_ftrace(bundled_trace(name)) for name in UPGRADE_PAIR)
+    pred = tl.predict(old, kernel=new.kernel, against=new)
+    print()
+    print("\n".join(upgrade_story(pred)))
+    if not args.no_plot:
+        _prediction_figure(pred, args.out)
     return 0
 
 
@@ -106,18 +119,30 @@ def export(args) -> int:
 
 
 def replay(args) -> int:
+    import pandas as pd
+
     import timerlab as tl
+    from .kernel import kernel_has
 
     trace = tl.read_ftrace(args.trace)
     base = trace.to_config()
-    grid = {k: v for k, v in (("placement", args.placement), ("deferrable", args.deferrable),
-                              ("governor", args.governor)) if v}
+    grid = {k: v for k, v in (("deferrable", args.deferrable), ("governor", args.governor)) if v}
     if "push" in (args.placement or []) and any(d != "legacy" for d in args.deferrable or []):
         raise ValueError("--placement push and --deferrable global/global_nowake do not go together "
                          "(deferrable policies need the pull model); replay them separately")
-    df = tl.sweep(base, grid or {"placement": [base.placement]}, backend="serial", progress=False)
     print(f"timerlab replay: {args.trace} as {base.topology!r}, kernel {base.kernel}")
-    print_table(df.set_index(list(grid or {"placement": 0}))[HEADLINE])
+    frames = []
+    for placement in args.placement or [base.placement]:
+        kernel = base.kernel
+        if placement == "pull" and not kernel_has(kernel, "pull_model"):
+            # The pull model came with 6.9: a what-if of it on an older trace runs the newest behaviours.
+            kernel = "latest"
+            print(f"  placement pull with kernel 'latest' (the trace's {base.kernel} predates the pull model)")
+        cfg = base.replace(placement=placement, kernel=kernel)
+        df = tl.sweep(cfg, grid, backend="serial", progress=False)
+        frames.append(df.assign(placement=placement))
+    index = ["placement"] + list(grid)
+    print_table(pd.concat(frames, ignore_index=True).set_index(index)[HEADLINE])
     return 0
 
 
@@ -126,6 +151,58 @@ def validate(args) -> int:
 
     print(tl.validate(tl.read_ftrace(args.trace), tick=args.tick, rcu_needs_cpu=not args.no_rcu_tick))
     return 0
+
+
+def predict(args) -> int:
+    import timerlab as tl
+
+    pred = tl.predict(tl.read_ftrace(args.trace), kernel=args.kernel,
+                      against=None if args.against is None else tl.read_ftrace(args.against))
+    print(pred)
+    if not args.no_plot:
+        _prediction_figure(pred, args.out)
+    return 0
+
+
+def _prediction_figure(pred, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from . import plot
+
+    _save(plot.prediction(pred), out, "prediction")
+
+
+# The bundled pair: Debian's 6.1 and 6.12 on one 16-CPU, 2-node qemu guest, one workload script.
+UPGRADE_PAIR = ("qemu-6.1.176-16cpu-2node-mixed.trace.txt.xz", "qemu-6.12.95-16cpu-2node-mixed.trace.txt.xz")
+
+
+def upgrade_story(pred) -> list[str]:
+    """A few plain lines on what a predicted upgrade changes and how close the prediction came."""
+    from .kernel import kernel_has
+
+    t = pred.table
+    share, wake = t.loc["global_expired_remote_fraction"], t.loc["wakeups_per_cpu_per_s"]
+    old, new = pred.kernel_from, pred.kernel_to
+    lines = [f"What {new} would do to this {old} machine, predicted from one {old} trace "
+             f"({pred.config.topology!r}); "
+             + ("before 6.9 a timer is expired where it was queued, from 6.9 a busy CPU pulls an idle one's:"
+                if kernel_has(old, "pull_model") != kernel_has(new, "pull_model") else "same placement model:"),
+             f"  global timers expired by another CPU than their own: {100 * share['trace']:.0f} % on {old}; "
+             f"{100 * share['predicted']:.0f} % predicted on {new}"
+             + (f", {100 * share['other']:.0f} % in a real {new} run" if "other" in t else ""),
+             f"  wakeups per CPU: {wake['trace']:.1f}/s on {old}; {wake['predicted']:.1f}/s predicted on {new} "
+             f"({100 * wake['predicted_change']:+.0f} %)"
+             + (f"; the real {new} run: {wake['other_at_trace_pace']:.1f}/s at the {old} run's workload pace "
+                f"({wake['other']:.1f}/s as it ran, {1 / pred.pace_ratio:.2f}x as fast)" if pred.pace_ratio else "")]
+    if pred.bounds is not None:
+        b = pred.bounds
+        names = {"global_expired_remote_fraction": "global timers expired remotely", "wakeups_per_cpu_per_s": "wakeups"}
+        lines.append("  how close the prediction came: " + "; ".join(
+            f"{names.get(rate, rate)} off by {abs(row.error) * 100:.1f}"
+            f"{' points' if 'points' in row.bound else ' %'} ({'within' if row.within else 'outside'} {row.bound})"
+            for rate, row in b.iterrows()))
+    return lines
 
 
 def wheel(args) -> int:

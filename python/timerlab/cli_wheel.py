@@ -17,8 +17,9 @@ from .experiment import save_figure
 BUNDLED_TRACE = "vm2-fsync-sleep-hz250.trace.txt.xz"
 
 
-def _bundled_trace() -> Path:
-    return Path(str(resources.files("timerlab") / "data" / BUNDLED_TRACE))
+def bundled_trace(name: str = BUNDLED_TRACE) -> Path:
+    """Path of a real trace shipped with the package (python/timerlab/data)."""
+    return Path(str(resources.files("timerlab") / "data" / name))
 
 
 def slack_tables(placement: pd.DataFrame, hz: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -74,7 +75,7 @@ def wheel(trace_path: Path | None, out: Path, plot: bool, hz: int) -> int:
     import timerlab as tl
     from timerlab.fidelity import wheel_replay
 
-    path = trace_path or _bundled_trace()
+    path = trace_path or bundled_trace()
     trace = tl.read_ftrace(path)
     replay = wheel_replay(trace, hz=hz)
     p = replay.placement

@@ -9,8 +9,9 @@ A trace of the same machine and workload recorded on that kernel
 (``against``) gives the real values. Each rate (:mod:`~.rates`) is
 compared on its own, without matching events of the two runs:
 
-* ``predicted_change``: predicted against replayed (relative, or in points
-  for shares) — what the model says the kernel changes;
+* ``predicted_change``: predicted against replayed (``change_unit``:
+  relative; points for shares; absolute, in the rate's unit, from a rate
+  of 0) — what the model says the kernel changes;
 * ``real_change``: the other run against this one, at this run's pace;
 * ``verdict``: whether the prediction moved the right way by about the
   right amount.
@@ -146,6 +147,9 @@ def _table(rates, pace_ratio) -> pd.DataFrame:
         for name, (summary, _) in rates.items():
             row[name] = summary[rate]
         kind = "points" if rate.endswith("fraction") else "relative"
+        if kind == "relative" and not (row["replayed"] and row["trace"]):
+            kind = "absolute"  # a change from nothing has no relative size: in the rate's own unit
+        row["change_unit"] = kind
         row["predicted_change"] = _change(row["replayed"], row["predicted"], kind)
         if "other" in row:
             scale = pace_ratio if rate in PACED and pace_ratio else 1.0
@@ -159,15 +163,13 @@ def _table(rates, pace_ratio) -> pd.DataFrame:
 def _change(before, after, kind) -> float:
     if not (np.isfinite(before) and np.isfinite(after)):
         return np.nan
-    if kind == "points":
-        return after - before
-    return (after - before) / before if before else np.nan
+    return (after - before) / before if kind == "relative" else after - before
 
 
 def _verdict(predicted, real, kind) -> str:
     if not (np.isfinite(predicted) and np.isfinite(real)):
         return "not comparable"
-    noise = _NOISE[kind]
+    noise = _NOISE.get(kind, 0.0)
     if abs(real) < noise:
         return "no change, as predicted" if abs(predicted) < noise else "predicted a change that did not come"
     if abs(predicted) < noise or np.sign(predicted) != np.sign(real):

@@ -14,6 +14,7 @@ or an empty time window raises ``ValueError`` naming the problem.
     >>> tl.plot.timeline(res, end_ns=20_000_000)  # lanes: busy/idle, expiries, migrator
     >>> tl.plot.latency_cdf({"pull": res, "push": other})
     >>> tl.plot.hierarchy(tl.hierarchy(cpus=64, nodes=4))
+    >>> tl.plot.prediction(tl.predict(tr61, kernel="6.12", against=tr612))  # per-CPU wakeups of the three runs
     >>> df = tl.sweep(cfg, {"cpus": [8, 64, 256], "placement": ["push", "pull"]}, seeds=range(5))
     >>> tl.plot.wakeups(df, x="cpus", hue="placement")  # = tl.plot.sweep(df, x=..., y="wakeups_per_cpu_per_s")
     >>> tl.plot.save(fig, "figures/wakeups")      # figures/wakeups.png and .pdf
@@ -26,6 +27,8 @@ from ._common import _CROSSNODE_COLOR, _node_color, axis_label, save
 from .cpus import CAUSE_COLUMNS, SWEEP_WAKEUPS, residency, wakeups
 from .curves import latency_cdf, sweep, t_quantile
 from .lanes import TIMELINE_DEFAULT_NS, timeline
+from .predict import prediction
 from .tree import HIERARCHY_MAX_CPUS, hierarchy
 
-__all__ = ["wakeups", "residency", "timeline", "sweep", "latency_cdf", "hierarchy", "save", "t_quantile", "axis_label"]
+__all__ = ["wakeups", "residency", "timeline", "sweep", "latency_cdf", "hierarchy", "prediction", "save", "t_quantile",
+           "axis_label"]

@@ -53,7 +53,8 @@ def wakeups(data, *, by="node", ax=None, cause: bool = True, x=None, hue=None, y
         for name, v in parts:
             ax.bar(xs, v, width, bottom=bottom, color=_CAUSE_COLORS[name], label=name, gid=f"wakeups:{name}")
             bottom += v
-        ax.legend(title="cause", fontsize="small", ncols=2 if len(parts) > 4 else 1)
+        # Beside the axes, never over the bars (node 1's were covered inside).
+        ax.legend(title="cause", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     else:
         colors = [_node_color(n) for n in order["node"]] if by == "node" else "tab:blue"
         ax.bar(xs, order["wakeups"].to_numpy(dtype=float), width, color=colors, gid="wakeups:all")

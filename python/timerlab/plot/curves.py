@@ -119,7 +119,7 @@ def sweep(df: pd.DataFrame, *, x: str, y: str, hue=None, ax=None, ci=0.95):
     if ci is not None and seeds.max() > 1:
         note += f", {ci:.0%} t-interval"
     if hue is not None:
-        ax.legend(title=f"{hue} ({note})", fontsize="small")
+        ax.legend(title=f"{hue} ({note})", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     else:
         ax.set_title(note, fontsize="small")
     return fig

@@ -167,7 +167,7 @@ def release_of(events, path, kernel, f) -> tuple[str, str]:
     marked a base idle that kept its tick, else "latest"."""
     if kernel is not None:
         return kernel, "given"
-    m = re.search(r"(?<![\d.])(\d+\.\d+)(?:\.\d+)?(?![\d.])", os.path.basename(str(path)))
+    m = re.search(r"(?<![\d.])(\d+\.\d+)(?:\.\d+)?(?!\d|\.\d)", os.path.basename(str(path)))
     if m:
         return m.group(1), "file name"
     if f["pull_model"]:
