@@ -113,6 +113,20 @@ def test_wakeups_stacks_causes_and_adds_up_to_per_cpu(run):
     assert "wakeups" in ax.get_ylabel() and "count" in ax.get_ylabel()
 
 
+def test_legends_sit_beside_the_data():
+    """The wakeup and residency panels (timerlab demo's figure) keep their
+    legends outside the axes, so no bar (node 1's were covered) is hidden."""
+    res = tl.simulate(tl.Config(cpus=32, nodes=2, duration_ns=100_000_000, seed=2))
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), layout="constrained")
+    tlplot.wakeups(res, ax=axes[0])
+    tlplot.residency(res, ax=axes[1])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in axes:
+        legend, frame = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert legend.x0 >= frame.x1 - 1, (legend, frame)
+
+
 def test_wakeups_groups_cpus_by_node_with_a_gap():
     r = tl.simulate(tl.Config(cpus=8, nodes=2, layout="interleaved", duration_ns=20_000_000))
     ax = tlplot.wakeups(r, cause=False).axes[0]

@@ -77,25 +77,22 @@ def test_a_push_is_left_to_the_placement_policy(tmp_path, pair):
 
 
 def test_predict_the_upgrade_and_back(pair):
-    """6.1 -> 6.12 and 6.12 -> 6.1 on the shared pair. Wakeups per CPU come
-    within 10 % of the other kernel's real run (at this run's workload pace:
-    the 6.12 run's went 1.15x as fast), both ways; the share of global timers
-    expired by another CPU is 0 % either way before 6.9 and comes out 36 %
-    for 6.12 against a real 43 % (measured 6.9 points off, outside the 5
-    points asked for: see the note on issue 13)."""
+    """6.1 -> 6.12 and 6.12 -> 6.1 on the shared pair, within the issue's
+    bounds both ways: the share of global timers expired by another CPU
+    within 5 points (measured: 44.4 % predicted for 6.12 against a real
+    43.2 %; 0 % either way before 6.9), wakeups per CPU within 10 % of the
+    other kernel's real run at this run's workload pace (the 6.12 run's went
+    1.15x as fast; measured +2.4 % and -1.6 %)."""
     t61, t612 = pair
     up = tl.predict(t61, kernel="6.12", against=t612)
     down = tl.predict(t612, kernel="6.1", against=t61)
     for p in (up, down):
-        assert p.bounds.loc["wakeups_per_cpu_per_s", "within"]
+        assert p.bounds["within"].all(), p.bounds
         assert p.table.loc["wakeups_per_cpu_per_s", "verdict"] == "no change, as predicted"
         assert p.table.loc["global_expired_remote_fraction", "verdict"] == "right way, about right"
-    assert down.bounds.loc["global_expired_remote_fraction", "within"]
     assert down.table.loc["global_expired_remote_fraction", "predicted"] == 0
     share = up.table.loc["global_expired_remote_fraction"]
     assert share["trace"] == 0 and share["other"] == pytest.approx(0.4316, abs=1e-3)
-    assert 0.30 <= share["predicted"] <= share["other"]
-    assert abs(up.bounds.loc["global_expired_remote_fraction", "error"]) < 0.08
     assert (up.config.placement, down.config.placement) == ("pull", "push")
     assert up.pace_ratio == pytest.approx(1 / down.pace_ratio)
     text = str(up)

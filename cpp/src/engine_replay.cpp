@@ -273,19 +273,28 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
   switch (it.op) {
     case ScriptOp::arm: {
       const TimerId t = script_timers_[it.key];
+      // Armed anew in the trace, the timer's last sleep was over there: a
+      // task still waiting for it here (its address reused by another task's
+      // on-stack timer, say) wakes now rather than wait for an expiry that
+      // this arm replaces.
+      if (script_waiter_[it.key] >= 0) script_timer_fired(it.key);
       script_fired_[it.key] = 0;  // a new sleep, if a task sleeps on it
       info_[t].function = it.function;
       if (pool_[t].pending()) del_timer(cpu, t);  // the trace had it not pending: enqueue as it did
       pool_[t].flags = (pool_[t].flags & ~TIMER_INIT_FLAGS) | it.flags;
+      // A task's run moved by its wakeup keeps its timeouts: schedule_timeout(1)
+      // armed later is due later, by as many ticks as the run moved.
+      const jiffies_t expires =
+          it.expires_jiffies + (cs.script_shift_ns ? jiffies_at(now_) - jiffies_at(it.t_ns) : 0);
       if (it.place == ArmPlace::on_cpu) {
         res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.enqueue_ns;
-        add_timer_on(*this, t, it.expires_jiffies, it.target_cpu);
+        add_timer_on(*this, t, expires, it.target_cpu);
         if (info_[t].row >= 0) res_.timers[static_cast<std::size_t>(info_[t].row)].expires_jiffies = pool_[t].expires;
       } else {
         // A re-arm from the timer's callback is a mod_timer that stays on
         // the base the callback runs from (its CPU bits still name it).
         keep_base_ = it.place == ArmPlace::own_base;
-        arm(cpu, t, it.expires_jiffies, MOD_TIMER_NOTPENDING);
+        arm(cpu, t, expires, MOD_TIMER_NOTPENDING);
         keep_base_ = false;
       }
       script_idle_update(cpu);  // a remote target is woken by the enqueue's IPI, if at all

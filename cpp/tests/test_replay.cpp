@@ -233,8 +233,16 @@ TEST(Replay, ATaskWokenByATimerRunsWhenTheSimulationExpiresIt) {
   EXPECT_EQ(r.timers[0].end_ns, 1040 * kMs);
   const std::int64_t ran = 1040 * kMs + c.ipi_latency_ns;
   EXPECT_EQ(r.timers[1].armed_ns, ran + 1 * kMs);  // 1021 ms in the trace
+  EXPECT_EQ(r.timers[1].expires_jiffies, kJ0 + 300 + 5);  // its timeout kept: 5 ticks later too
   EXPECT_EQ(r.timers[2].armed_ns, 1101 * kMs);      // after the next idle_start, the trace's time again
   EXPECT_GE(r.cpus[0].ipis_sent, 1u);
+  // Armed anew by another task (the same on-stack address) before it expires
+  // here: the sleep was over in the trace, so the waiting task runs then.
+  std::vector<ScriptItem> reused = c.workload.script.items;
+  reused.insert(reused.begin() + 5, arm(1030 * kMs, 0, 0, kJ0 + 280));
+  std::swap(c.workload.script.items, reused);
+  EXPECT_EQ(simulate(c).timers[2].armed_ns, 1030 * kMs + c.ipi_latency_ns + 1 * kMs);
+  std::swap(c.workload.script.items, reused);
   // Not woken by the timer: the task runs at its traced time.
   c.workload.script.items[2].flags = 0;
   EXPECT_EQ(simulate(c).timers[1].armed_ns, 1021 * kMs);

@@ -53,8 +53,9 @@ def bucket_expiry_from_idx(expires, timeout, idx, hz: int = 250):
 
     * an expired timer (timeout < 0, level 0) sat in the slot of the base
       clock: the bucket is the latest jiffy at most jiffies + 1 whose slot is idx;
-    * a clamped timer (last level, timeout >= the cutoff - 1) was placed at
-      clk + WHEEL_TIMEOUT_MAX for clk in {J, J+1, J-1}: the one whose slot is idx;
+    * at the last level with a timeout near the cutoff or beyond, the timer
+      was clamped to clk + WHEEL_TIMEOUT_MAX if expires - clk reached the
+      cutoff, for clk in {J, J+1, J-1}: the first clock whose bucket's slot is idx;
     * otherwise the expiry rounded up to the level's granularity.
 
     Returns ``(bucket_expiry, ok)`` as uint64 and bool arrays; ``ok`` is False
@@ -82,12 +83,16 @@ def bucket_expiry_from_idx(expires, timeout, idx, hz: int = 250):
     after = jiffies + np.uint64(1)
     out[expired] = (after - ((after - slot) & mask))[expired]
     ok |= expired
-    clamped = (lvl == depth - 1) & (t >= cutoff - 1) & ~ok
-    for clk in (jiffies, jiffies + np.uint64(1), jiffies - np.uint64(1)):
-        b, fits = rounded_up(clk + np.uint64(tmax))
-        take = clamped & fits & ~ok
-        out[take] = b[take]
-        ok |= take
+    # Near the cutoff the clock decides whether the kernel clamped: try each.
+    maybe = (lvl == depth - 1) & (t >= cutoff - 1)
+    if maybe.any():
+        ok &= ~maybe
+        for clk in (jiffies, jiffies + np.uint64(1), jiffies - np.uint64(1)):
+            clamp = (e - clk) >= np.uint64(cutoff)
+            b, fits = rounded_up(np.where(clamp, clk + np.uint64(tmax), e))
+            take = maybe & fits & ~ok
+            out[take] = b[take]
+            ok |= take
     return out, ok
 
 

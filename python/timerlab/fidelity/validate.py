@@ -17,38 +17,42 @@ from .wheel import base_of_flags, wheel_replay
 
 
 def _expiring_cpu(trace, script: Script, res) -> tuple:
-    """Global timers' expiring CPU, trace vs simulation, matched by pointer + expires."""
+    """Global timers' expiring CPU, trace vs simulation. The i-th timer_start
+    of a timer in the trace is the i-th arm of it in the simulation (every
+    scripted arm enqueues once), whatever its expiry became there (a task's
+    run moved by its wakeup keeps its timeouts, not their jiffies)."""
     ev = trace.events
     tev = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
     event, cpu, timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
     expires, flags, function = column(tev, "expires_jiffies"), column(tev, "flags", ""), column(tev, "function", "")
     base_cpu, line = column(tev, "base_cpu"), column(tev, "line")
-    last = {}
+    last, arms = {}, {}
     rows = []
     unknown = 0
     for i, e in enumerate(event):
         if e == "timer_start":
-            last[timer[i]] = (expires[i], flags[i], base_cpu[i])
+            arms[timer[i]] = arms.get(timer[i], -1) + 1
+            last[timer[i]] = (expires[i], flags[i], base_cpu[i], arms[timer[i]])
         elif e == "timer_expire_entry":
             s = last.pop(timer[i], None)
             if s is None:
                 unknown += 1
                 continue
             if base_of_flags(s[1]) == "GLOBAL":
-                rows.append((line[i], timer[i], str(function[i]), int(s[0]), s[2], cpu[i]))
-    trace_x = pd.DataFrame(rows, columns=["line", "timer", "function", "expires_jiffies", "base_cpu", "cpu_trace"])
+                rows.append((line[i], timer[i], str(function[i]), int(s[0]), s[2], cpu[i], s[3]))
+    trace_x = pd.DataFrame(rows, columns=["line", "timer", "function", "expires_jiffies", "base_cpu", "cpu_trace",
+                                          "arm"])
     t = res.timers
-    sim = t[t["outcome"] == "expired"]
-    sim = sim[sim["timer"] < len(script.pointers)]
-    sim = pd.DataFrame({"timer": script.pointers[sim["timer"].to_numpy(np.int64)],
-                        "expires_jiffies": sim["expires_jiffies"].to_numpy(np.uint64).astype(np.int64),
-                        "cpu_sim": sim["cpu_expired"].to_numpy(dtype=np.int64, na_value=-1),
-                        "expired_ns_sim": sim["expired_ns"].to_numpy(dtype=np.int64, na_value=-1)})
+    t = t[t["timer"] < len(script.pointers)]
+    sim = pd.DataFrame({"timer": script.pointers[t["timer"].to_numpy(np.int64)],
+                        "arm": t.groupby("timer").cumcount().to_numpy(),
+                        "expired": (t["outcome"] == "expired").to_numpy(),
+                        "cpu_sim": t["cpu_expired"].to_numpy(dtype=np.int64, na_value=-1),
+                        "expired_ns_sim": t["expired_ns"].to_numpy(dtype=np.int64, na_value=-1)})
+    sim = sim[sim["expired"]].drop(columns="expired")
     trace_x["expires_jiffies"] = trace_x["expires_jiffies"].astype(np.uint64).astype(np.int64)
     trace_x["timer"] = trace_x["timer"].astype(np.uint64)
-    for df in (trace_x, sim):
-        df["n"] = df.groupby(["timer", "expires_jiffies"]).cumcount()
-    m = trace_x.merge(sim, on=["timer", "expires_jiffies", "n"], how="left").drop(columns="n")
+    m = trace_x.merge(sim, on=["timer", "arm"], how="left").drop(columns="arm")
     m["cpu_sim"] = m["cpu_sim"].astype("Int64")
     m["agrees"] = (m["cpu_sim"] == m["cpu_trace"]).fillna(False).astype(bool)
     m["why"] = np.where(m["cpu_sim"].isna(), "not expired in the simulation",

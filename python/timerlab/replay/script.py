@@ -233,6 +233,10 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # Each tick as late as traced (with either jiffies model: a tick tens of µs
     # late still wakes an idle CPU after an interrupt the trace shows before it).
     for g, d, cpu, line in tick_delays(run, tick_ns):
+        # On a CPU that logs no cpu_idle, a tick a period or more late may as well be
+        # a stopped tick's wakeup (its stops do not show): not a stall to replay.
+        if d >= tick_ns and cpu not in idle_cpus:
+            continue
         if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
             rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
     policies = tick_policies(run, sorted(idle_cpus), start_ns + offset, tick_ns)
