@@ -141,3 +141,36 @@ def test_features_of_every_recording():
         assert f.tick_stop_dependencies == ("NONE",), path.name
     frame = pd.DataFrame([vars(tl.read_ftrace(p).features) for p in RECORDINGS[:2]])
     assert {"release", "bucket_expiry", "was_armed"} <= set(frame.columns)
+
+
+def _frame(rows, **columns):
+    """A few events as the reader gives them (categorical names)."""
+    ev = pd.DataFrame(rows, columns=["ts_ns", "cpu", "event", *columns])
+    ev["event"] = ev["event"].astype("category")
+    return ev
+
+
+def test_a_remote_re_arm_from_its_own_callback_is_not_a_push():
+    """6.9+ expires an idle CPU's timers remotely; re-armed by its own
+    callback, a timer keeps the remote base (not a push). Another timer
+    put on another CPU's base unpinned is the 6.8 push."""
+    rows = [(1, 1, "timer_expire_entry", 0xA, 3, "", 100, 0, 5, 101), (2, 1, "timer_start", 0xA, 3, "", 200, 99, 70, 200),
+            (3, 1, "timer_expire_exit", 0xA, 3, "", None, None, None, None)]
+    cols = dict(timer=0, base_cpu=0, flags=0, expires_jiffies=0, timeout_jiffies=0, idx=0, bucket_expiry_jiffies=0)
+    ev = _frame(rows, **cols)
+    detect = tl.trace.features.detect
+    assert detect(ev, "machine.trace.txt", source="tracefs")[1].release == "latest"
+    ev.loc[1, "timer"] = 0xB
+    assert detect(ev, "machine.trace.txt", source="tracefs")[1].release == "6.8"
+    ev.loc[1, "flags"] = "P"  # add_timer_on: pinned where it was put
+    assert detect(ev, "machine.trace.txt", source="tracefs")[1].release == "latest"
+
+
+def test_a_file_name_gives_a_release_only_if_it_reads_as_one():
+    ev = _frame([(1, 0, "timer_start", 0xA, 100, 10)], timer=0, expires_jiffies=0, timeout_jiffies=0)
+    detect = tl.trace.features.detect
+    f = detect(ev, "ubuntu-22.04-box.trace.txt", source="tracefs")[1]
+    assert f.release_from == "features"
+    assert detect(ev, "box-5.15.0-91.trace.txt", source="tracefs")[1].release == "5.15"
+    # timer_start without idx: nothing to derive the bucket from, and no crash.
+    assert f.bucket_expiry == "none" and any("not derived" in n for n in f.notes)

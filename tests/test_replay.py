@@ -249,6 +249,13 @@ def test_validate_32cpu_and_the_vm_traces(traces):
     s = replay.script_of(traces["vm2-fsync-sleep-hz250.trace.txt.xz"].to_workload(tick="kept"))
     cpu1 = s.items[(s.items["op"] == replay.OP_TICK) & (s.items["cpu"] == 1)]
     assert set(cpu1["flags"]) == {0, 1}  # some idle periods kept the tick, others are left to the simulation
+    # Without rcu_needs_cpu the engine keeps no tick after a task: those entries are imposed as well.
+    kept = []
+    for rcu in (True, False):
+        it = replay.script_of(traces["vm2-fsync-sleep-hz250.trace.txt.xz"].to_config(
+            tick="kept", rcu_needs_cpu=rcu).workload).items
+        kept.append(int(((it["op"] == replay.OP_TICK) & (it["flags"] == 1)).sum()))
+    assert kept[1] > kept[0] > 0
 
 def test_missing_events_raise_value_error(traces):
     tr = traces[QEMU16.name]

@@ -200,7 +200,6 @@ SimConfig config_of(const py::dict& d) {
   c.hz = get<unsigned>(d, "hz");
   c.pull_model = get<bool>(d, "pull_model");
   c.lazy_wakeup = get<bool>(d, "lazy_wakeup");
-  c.deferrable_no_ipi = get<bool>(d, "deferrable_no_ipi");
   c.deferrable = deferrable_policy_of(get<std::string>(d, "deferrable"));
   c.tmigr_setup = get<bool>(d, "numa_tree_fix") ? TmigrSetup::fixed : TmigrSetup::v6_12;
   c.remote_expires_self = get<bool>(d, "remote_expires_self");

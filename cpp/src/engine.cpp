@@ -364,10 +364,18 @@ unsigned Engine::get_nohz_timer_target(unsigned cpu) {
 }
 
 void Engine::trigger_dyntick_cpu(TimerBase& base, TimerId t, bool new_first) {
-  // Before 5.9 the test was on the requested expiry, against a next_expiry
-  // the enqueue did not lower unless this was the new first timer: an
-  // expiry earlier than that, though in a later bucket, also woke the CPU.
-  if (!cfg_.first_timer_by_bucket && !new_first) new_first = time_before(pool_[t].expires, base.next_expiry());
+  if (!cfg_.first_timer_by_bucket && cfg_.lazy_wakeup) {
+    // Before 5.9, at every enqueue: a base marked idle is woken when the
+    // requested expiry precedes the next_expiry its idle path computed,
+    // which the wakeup then lowers to that expiry (never below clk).
+    if ((pool_[t].flags & TIMER_DEFERRABLE) || !base.is_idle()) return;
+    jiffies_t& next = cpus_[base.cpu()].next_expiry_pre59;
+    const jiffies_t expires = pool_[t].expires;
+    if (!time_before(expires, next)) return;
+    next = time_before(expires, base.clk()) ? base.clk() : expires;
+    wake_up_nohz_cpu(base.cpu());
+    return;
+  }
   if (cfg_.lazy_wakeup && !new_first) return;
   // Deferrable timers do not wake an idle CPU (before 6.8 only nohz_full
   // ones, which are not modelled).

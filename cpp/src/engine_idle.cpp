@@ -59,8 +59,12 @@ std::int64_t Engine::tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::ui
     // imposing the trace's "stop" overrides it, as any imposed decision does.
     next = basem + tick_nsec_;
   } else {
-    next = cfg_.pull_model ? tc.get_next_timer_interrupt(basej, basem, tick_nsec_, tmigr_.get(), nullptr)
-                           : tc.get_next_timer_interrupt_push(basej, basem, tick_nsec_);
+    if (cfg_.pull_model) {
+      next = tc.get_next_timer_interrupt(basej, basem, tick_nsec_, tmigr_.get(), nullptr);
+    } else {
+      next = tc.get_next_timer_interrupt_push(basej, basem, tick_nsec_);
+      cs.next_expiry_pre59 = tc.base(BASE_STD).next_expiry();
+    }
   }
   cs.expires_computed = true;
   // At most a tick away while the tick runs: keep it (before 6.9 the base is

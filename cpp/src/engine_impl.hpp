@@ -58,6 +58,9 @@ struct CpuState {
   bool in_idle_loop = false;
   bool rcu_pending = false;    // rcu_needs_cpu: a task ran since this CPU's last tick
   std::uint8_t stalled_jiffies = 0;  // jiffies_duty: own ticks that saw jiffies unchanged
+  // Before 5.9: the STD base's next_expiry as the idle path left it (and a
+  // remote wakeup lowered it to the requested expiry).
+  jiffies_t next_expiry_pre59 = 0;
   jiffies_t last_tick_jiffies = 0;
   bool tick_stopped = false;
   std::int64_t next_tick = 0;            // periodic tick, when it runs
@@ -219,7 +222,9 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   std::vector<TimerId> script_timers_;  // key -> timer
   std::vector<std::vector<std::uint32_t>> script_steps_;  // per CPU: its activity items, in order
   std::vector<std::uint8_t> script_fired_;   // key -> expired since its last scripted arm
-  std::vector<std::int32_t> script_waiter_;  // key -> CPU whose next item waits for its expiry (-1)
+  // key -> the CPUs whose next item waits for its expiry (rarely more than one:
+  // an on-stack timer's address reused by tasks of several CPUs).
+  std::vector<std::vector<std::uint32_t>> script_waiters_;
   SimResult res_;
   std::int64_t now_ = 0, end_ns_ = 0;
   jiffies_t jiffies_now_ = 0;  // jiffies_duty: the kernel's jiffies

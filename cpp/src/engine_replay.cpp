@@ -38,9 +38,10 @@
 //   replay    arm K ... sleep ......... K expires (remote) -> IPI -> runs ...
 //                                                 shift = how much later
 //
-// If the timer is not pending when the task is due (the simulation deleted
-// or already expired it), the task runs at once; if it never expires, a
-// second past its traced time.
+// If the timer already expired here, the task runs at once; if it is not
+// pending (the simulation deleted it), at its traced time; if it never
+// expires, a second past that. A scripted arm or delete of the timer
+// releases a task still waiting on it (in the trace its sleep was over).
 //
 // Only arm/cancel/busy_start/external_irq are interrupts in the trace: on a
 // CPU whose tick is stopped they bring jiffies up to date (with the jiffies
@@ -53,6 +54,7 @@
 //     woken by a timer runs where the trace ran it.
 //   * Only wakeups from timer callbacks are causal; a task woken by another
 //     task or an hrtimer (nanosleep) runs at its traced time.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -80,7 +82,7 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
   }
   for (std::size_t i = 0; i < items.size(); ++i) {
     const ScriptItem& it = items[i];
-    if (it.t_ns < 0) bad(i, "time " + std::to_string(it.t_ns) + " ns is negative");
+    if (it.t_ns < 0 || it.t_ns > (std::int64_t{1} << 62)) bad(i, "time " + std::to_string(it.t_ns) + " ns is not in [0, 2^62]");
     if (i > 0 && it.t_ns < items[i - 1].t_ns) {
       bad(i, "times are not sorted (" + std::to_string(it.t_ns) + " ns after " + std::to_string(items[i - 1].t_ns) +
                  " ns)");
@@ -158,7 +160,7 @@ void Engine::start_script() {
     script_timers_[k] = t;
   }
   script_fired_.assign(s.nr_keys, 0);
-  script_waiter_.assign(s.nr_keys, -1);
+  script_waiters_.assign(s.nr_keys, {});
   script_steps_.assign(cpus_.size(), {});
   for (unsigned c = 0; c < s.initial_busy.size(); ++c) cpus_[c].script_busy = s.initial_busy[c] != 0;
   for (unsigned c = 0; c < s.initial_tick.size(); ++c) cpus_[c].script_tick = s.initial_tick[c];
@@ -180,15 +182,16 @@ void Engine::script_schedule_step(unsigned cpu) {
   if (cs.script_cursor >= steps.size()) return;
   const std::uint32_t i = steps[cs.script_cursor];
   const ScriptItem& it = cfg_.workload.script.items[i];
-  // What comes from outside (a device, a task woken by anything but a
-  // timer) keeps the trace's time; what the CPU's tasks do follows them.
-  if (it.op == ScriptOp::external_irq || (it.op == ScriptOp::busy_start && !woken_by_timer(it))) cs.script_shift_ns = 0;
-  std::int64_t t = it.t_ns + cs.script_shift_ns;
+  // What comes from outside keeps the trace's time: a device interrupt (the
+  // run around it goes on moved), a task woken by anything but a timer (a
+  // new run, on the trace's time).
+  if (it.op == ScriptOp::busy_start && !woken_by_timer(it)) cs.script_shift_ns = 0;
+  std::int64_t t = it.t_ns + (it.op == ScriptOp::external_irq ? 0 : cs.script_shift_ns);
   if (woken_by_timer(it)) {
     if (script_fired_[it.key]) {
       t = now_;  // its timer already expired: the task is runnable
     } else if (pool_[script_timers_[it.key]].pending()) {
-      script_waiter_[it.key] = static_cast<std::int32_t>(cpu);
+      script_waiters_[it.key].push_back(cpu);
       t += kScriptWakeWaitNs;  // script_timer_fired brings it forward
     }
   }
@@ -207,7 +210,8 @@ void Engine::script_step(unsigned cpu, const WorkItem& item) {
   CpuState& cs = cpus_[cpu];
   const ScriptItem& it = cfg_.workload.script.items[item.id];
   if (woken_by_timer(it)) {
-    script_waiter_[it.key] = -1;
+    std::vector<std::uint32_t>& w = script_waiters_[it.key];
+    w.erase(std::remove(w.begin(), w.end(), cpu), w.end());  // woken at last, or past the deadline
     cs.script_shift_ns = now_ - it.t_ns;  // the task's run follows its wakeup
   }
   ++cs.script_cursor;
@@ -218,20 +222,20 @@ void Engine::script_step(unsigned cpu, const WorkItem& item) {
 
 void Engine::script_timer_fired(std::uint32_t key) {
   script_fired_[key] = 1;
-  const std::int32_t waiter = script_waiter_[key];
-  if (waiter < 0) return;
-  script_waiter_[key] = -1;
-  // try_to_wake_up: the task runs on its CPU; an idle remote CPU is sent
-  // a reschedule IPI and runs it once that arrives.
-  const unsigned c = static_cast<unsigned>(waiter);
-  CpuState& cs = cpus_[c];
-  std::int64_t t = now_;
-  if (c != cur_ && cs.act == Activity::idle) {
-    send_ipi(c);
-    t += cfg_.ipi_latency_ns;
+  std::vector<std::uint32_t> waiters;
+  waiters.swap(script_waiters_[key]);
+  for (const unsigned c : waiters) {
+    // try_to_wake_up: the task runs on its CPU; an idle remote CPU is sent
+    // a reschedule IPI and runs it once that arrives.
+    CpuState& cs = cpus_[c];
+    std::int64_t t = now_;
+    if (c != cur_ && cs.act == Activity::idle) {
+      send_ipi(c);
+      t += cfg_.ipi_latency_ns;
+    }
+    cs.script_due = t;
+    push_work(c, {t, work_script_step, script_steps_[c][cs.script_cursor]});
   }
-  cs.script_due = t;
-  push_work(c, {t, work_script_step, script_steps_[c][cs.script_cursor]});
 }
 
 bool Engine::script_runs_in_idle(unsigned cpu) {
@@ -277,7 +281,7 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       // task still waiting for it here (its address reused by another task's
       // on-stack timer, say) wakes now rather than wait for an expiry that
       // this arm replaces.
-      if (script_waiter_[it.key] >= 0) script_timer_fired(it.key);
+      if (!script_waiters_[it.key].empty()) script_timer_fired(it.key);
       script_fired_[it.key] = 0;  // a new sleep, if a task sleeps on it
       info_[t].function = it.function;
       if (pool_[t].pending()) del_timer(cpu, t);  // the trace had it not pending: enqueue as it did
@@ -302,6 +306,9 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
     }
     case ScriptOp::cancel: {
       const TimerId t = script_timers_[it.key];
+      // Deleted in the trace, the timer ends the sleep of no task waiting on
+      // it here: such a task was woken otherwise, and runs now.
+      if (!script_waiters_[it.key].empty()) script_timer_fired(it.key);
       if (pool_[t].pending()) {
         del_timer(cpu, t);
         script_idle_update(cpu);  // the remote base's CPU is not told, as in the kernel
@@ -340,8 +347,8 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       if (!cfg_.jiffies_duty) break;  // jiffies on the grid: no duty
       // Taking the duty happens at a tick. A CPU whose tick the simulation
       // stopped (where the kernel kept it) cannot hold it: the next ticking
-      // CPU takes it instead (the kernel's stalled-jiffies catch-up, after
-      // 5 ticks without progress, is not modelled).
+      // CPU takes it instead (and, 5.18+, any ticking CPU catches jiffies up
+      // after 5 ticks without progress: Engine::jiffies_stall_check).
       do_timer_cpu_ = it.flags || cpus_[it.target_cpu].tick_stopped ? -1 : static_cast<int>(it.target_cpu);
       if (do_timer_cpu_ >= 0) update_jiffies();
       break;

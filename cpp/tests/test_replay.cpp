@@ -269,21 +269,28 @@ TEST(Replay, BeforeV69AKeptTickIsNotWokenForANewTimer) {
 }
 
 TEST(Replay, BeforeV59AnEarlierRequestedExpiryWakesTheCpu) {
-  // Two timers for the same jiffy put on CPU 1, whose tick is stopped: the
-  // first is the base's new first timer and wakes it in every release; the
-  // second shares its bucket, which 5.9+ does not count as new — but its
-  // requested expiry precedes the bucket's expiry, which the older rule did.
+  // Two timers put on CPU 1, whose tick is stopped, 103 and 101 jiffies out:
+  // level 1, the same 8-jiffy bucket (kJ0 + 360). The first is the base's
+  // new first timer and wakes it in every release. The second is not a new
+  // first bucket (5.9+: no wakeup), but its requested expiry precedes the
+  // first's, which the older rule compared with (pre-6.9-kernels.md §4.1):
+  // a second IPI. Then a third for 102 jiffies: before 5.9 the wakeup
+  // lowered next_expiry to 101, so no IPI either way. All three come before
+  // CPU 1 takes the first IPI: once awake it would compute next_expiry anew.
   SimConfig c = replay_config(2);
+  c.ipi_latency_ns = 5'000;
   c.pull_model = false;
   c.workload.script.initial_busy = {1, 0};
-  ScriptItem stop = op(1000 * kMs, 1, ScriptOp::tick_policy);
-  stop.flags = 2;
-  ScriptItem a = arm(1010 * kMs, 0, 0, kJ0 + 300), b = arm(1020 * kMs, 0, 1, kJ0 + 300);
-  for (ScriptItem* it : {&a, &b}) {
-    it->place = ArmPlace::on_cpu;
-    it->target_cpu = 1;
+  c.workload.script.initial_tick = {0, 2};
+  c.workload.script.nr_keys = 3;
+  const jiffies_t j = kJ0 + 252;  // at 1010 ms
+  std::vector<ScriptItem> items = {arm(1010 * kMs, 0, 0, j + 103), arm(1010 * kMs + 1'000, 0, 1, j + 101),
+                                   arm(1010 * kMs + 2'000, 0, 2, j + 102)};
+  for (ScriptItem& it : items) {
+    it.place = ArmPlace::on_cpu;
+    it.target_cpu = 1;
   }
-  c.workload.script.items = {stop, a, b};
+  c.workload.script.items = items;
   EXPECT_EQ(simulate(c).cpus[0].ipis_sent, 1u);
   c.first_timer_by_bucket = false;
   EXPECT_EQ(simulate(c).cpus[0].ipis_sent, 2u);

@@ -192,15 +192,15 @@ def upgrade_story(pred) -> list[str]:
              f"{100 * share['predicted']:.0f} % predicted on {new}"
              + (f", {100 * share['other']:.0f} % in a real {new} run" if "other" in t else ""),
              f"  wakeups per CPU: {wake['trace']:.1f}/s on {old}; {wake['predicted']:.1f}/s predicted on {new} "
-             f"({100 * wake['predicted_change']:+.0f} %)"
+             f"({wake['predicted_change']:+.0f} {'%' if wake['change_unit'] == '%' else '/s'})"
              + (f"; the real {new} run: {wake['other_at_trace_pace']:.1f}/s at the {old} run's workload pace "
                 f"({wake['other']:.1f}/s as it ran, {1 / pred.pace_ratio:.2f}x as fast)" if pred.pace_ratio else "")]
     if pred.bounds is not None:
         b = pred.bounds
         names = {"global_expired_remote_fraction": "global timers expired remotely", "wakeups_per_cpu_per_s": "wakeups"}
         lines.append("  how close the prediction came: " + "; ".join(
-            f"{names.get(rate, rate)} off by {abs(row.error) * 100:.1f}"
-            f"{' points' if 'points' in row.bound else ' %'} ({'within' if row.within else 'outside'} {row.bound})"
+            f"{names.get(rate, rate)} off by {abs(row.error):.1f} {row.unit} "
+            f"({'within' if row.within else 'outside'} ±{row.bound:g} {row.unit})"
             for rate, row in b.iterrows()))
     return lines
 

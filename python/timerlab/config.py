@@ -150,7 +150,6 @@ class Config:
             "llc_size": t.llc_size, "bringup_order": list(t.bringup_order), "hz": self.hz,
             "pull_model": self.placement == "pull", "lazy_wakeup": self.remote_wakeup == "lazy",
             "deferrable": self.deferrable,
-            "deferrable_no_ipi": kernel_has(self.kernel, "deferrable_no_ipi"),
             "first_timer_by_bucket": kernel_has(self.kernel, "first_timer_by_bucket"),
             "jiffies_stall_check": kernel_has(self.kernel, "jiffies_stall_check"),
             "numa_tree_fix": kernel_has(self.kernel, "numa_tree_fix"),

@@ -24,14 +24,16 @@ BEHAVIOURS = {
                                      "(tick_sched_do_timer; replays with the jiffies duty)",
                             "a1ff03cd6fb9 tick: Detect and fix jiffies update stall (tip timers/core, Mar 2022)"),
     "deferrable_no_ipi": ((6, 8), "deferrable timers never wake a remote idle CPU (before: only a nohz_full one, "
-                                  "which timerlab does not model: the same here)",
+                                  "which timerlab does not model: the same here, so no option follows it)",
                           "d124c3393e79 timers: Do not IPI for deferrable timers (v6.8)"),
     "is_idle_on_stop_only": ((6, 9), "a timer base is marked idle only when the tick stops (before: by the "
                                      "sleep-length query when the next event is over a tick away, and cleared when "
-                                     "the tick is kept; the same for wakeups, as query and decision are one step)",
+                                     "the tick is kept; the same for wakeups, as query and decision are one step); "
+                                     "follows placement (pull: 6.9+), not the release",
                              "the 6.9 pull-model series (7ee988770326 and its preparation)"),
     "local_global_bases": ((6, 9), "pinned timers on BASE_LOCAL, the others on BASE_GLOBAL, deferrable on BASE_DEF "
-                                   "(before: BASE_STD and BASE_DEF); with the pull model",
+                                   "(before: BASE_STD and BASE_DEF); follows placement (pull: 6.9+), not the "
+                                   "release",
                            "timers: Keep the pinned timers separate from the others (6.9 series)"),
     "pull_model": ((6, 9), "timers are queued locally and idle CPUs' global timers are pulled by a migrator "
                            "(timer migration hierarchy)", "timers-core-2024-03-10, 7ee988770326"),

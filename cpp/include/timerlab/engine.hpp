@@ -92,7 +92,6 @@ struct SimConfig {
   unsigned hz = 250;
   bool pull_model = true;          // 6.9+: pull at expiry; false: pre-6.9 push at enqueue
   bool lazy_wakeup = true;         // wake an idle CPU only for its new first timer
-  bool deferrable_no_ipi = true;   // 6.8+: deferrable timers never IPI
   DeferrablePolicy deferrable = DeferrablePolicy::legacy;  // timer_cpu.hpp; non-legacy needs pull_model
   TmigrSetup tmigr_setup = TmigrSetup::fixed;
   bool remote_expires_self = true;

@@ -9,9 +9,10 @@ A trace of the same machine and workload recorded on that kernel
 (``against``) gives the real values. Each rate (:mod:`~.rates`) is
 compared on its own, without matching events of the two runs:
 
-* ``predicted_change``: predicted against replayed (``change_unit``:
-  relative; points for shares; absolute, in the rate's unit, from a rate
-  of 0) — what the model says the kernel changes;
+* ``predicted_change``: predicted against replayed, in ``change_unit``:
+  "%" (relative), "points" (percentage points, for shares) or "absolute"
+  (in the rate's own unit, from a rate of 0) — what the model says the
+  kernel changes;
 * ``real_change``: the other run against this one, at this run's pace;
 * ``verdict``: whether the prediction moved the right way by about the
   right amount.
@@ -45,9 +46,11 @@ from .rates import PACED, RATES, result_rates, trace_rates
 
 __all__ = ["predict", "Prediction"]
 
-BOUNDS = {"global_expired_remote_fraction": ("points", 0.05), "wakeups_per_cpu_per_s": ("relative", 0.10)}
-# Below these a change is noise: 5 % of a rate, 2 points of a share.
-_NOISE = {"relative": 0.05, "points": 0.02}
+# rate -> (unit, bound): the error allowed, in that unit.
+BOUNDS = {"global_expired_remote_fraction": ("points", 5.0), "wakeups_per_cpu_per_s": ("%", 10.0)}
+# Below these a change is noise: 5 % of a rate, 2 points of a share; any
+# change from nothing counts.
+_NOISE = {"%": 5.0, "points": 2.0, "absolute": 0.0}
 
 
 @dataclass
@@ -146,8 +149,8 @@ def _table(rates, pace_ratio) -> pd.DataFrame:
         row = {"rate": rate}
         for name, (summary, _) in rates.items():
             row[name] = summary[rate]
-        kind = "points" if rate.endswith("fraction") else "relative"
-        if kind == "relative" and not (row["replayed"] and row["trace"]):
+        kind = "points" if rate.endswith("fraction") else "%"
+        if kind == "%" and not (row["replayed"] and row["trace"]):
             kind = "absolute"  # a change from nothing has no relative size: in the rate's own unit
         row["change_unit"] = kind
         row["predicted_change"] = _change(row["replayed"], row["predicted"], kind)
@@ -161,15 +164,18 @@ def _table(rates, pace_ratio) -> pd.DataFrame:
 
 
 def _change(before, after, kind) -> float:
+    """after against before, in the unit ``kind`` ("%", "points", "absolute")."""
     if not (np.isfinite(before) and np.isfinite(after)):
         return np.nan
-    return (after - before) / before if kind == "relative" else after - before
+    if kind == "%":
+        return 100 * (after - before) / before if before else np.nan
+    return 100 * (after - before) if kind == "points" else after - before
 
 
 def _verdict(predicted, real, kind) -> str:
     if not (np.isfinite(predicted) and np.isfinite(real)):
         return "not comparable"
-    noise = _NOISE.get(kind, 0.0)
+    noise = _NOISE[kind]
     if abs(real) < noise:
         return "no change, as predicted" if abs(predicted) < noise else "predicted a change that did not come"
     if abs(predicted) < noise or np.sign(predicted) != np.sign(real):
@@ -181,11 +187,10 @@ def _verdict(predicted, real, kind) -> str:
 
 def _bounds(table) -> pd.DataFrame:
     rows = []
-    for rate, (kind, bound) in BOUNDS.items():
+    for rate, (unit, bound) in BOUNDS.items():
         pred, real = table.loc[rate, "predicted"], table.loc[rate, "other_at_trace_pace"]
-        err = pred - real if kind == "points" else (pred - real) / real if real else np.nan
-        rows.append({"rate": rate, "predicted": pred, "real": real, "error": err,
-                     "bound": f"±{100 * bound:.0f}{' points' if kind == 'points' else ' %'}",
+        err = _change(real, pred, unit)  # the prediction against the real run
+        rows.append({"rate": rate, "predicted": pred, "real": real, "error": err, "bound": bound, "unit": unit,
                      "within": bool(np.isfinite(err) and abs(err) <= bound)})
     return pd.DataFrame(rows).set_index("rate")
 

@@ -67,7 +67,9 @@ def validate(trace, **overrides) -> FidelityReport:
     * ``wheel`` — bucket index and expiry of every timer_start
       (:func:`timerlab.fidelity.wheel_replay`);
     * ``expiring_cpu`` — the CPU that ran each global timer's expiry, matched
-      by timer pointer and expires (timers armed before the trace are left out);
+      by timer pointer and arm ordinal (the n-th timer_start of a pointer in
+      the trace is the n-th arm of its key in the simulation; timers armed
+      before the trace are left out);
     * ``idle_entries`` and ``tick_stops`` — per CPU, the agreement being
       1 - sum |sim - trace| / sum trace over CPUs that log cpu_idle;
     * ``tmigr`` — migrator hand-overs of each level-0 group of the hierarchy

@@ -25,7 +25,8 @@ def to_config(trace, **overrides) -> Config:
     hz = overrides.get("hz")
     tick = overrides.pop("tick", "simulated")
     jiffies = overrides.pop("jiffies", "auto")
-    workload = overrides.pop("workload", None) or to_workload(trace, hz=hz, tick=tick, jiffies=jiffies)
+    workload = overrides.pop("workload", None) or to_workload(
+        trace, hz=hz, tick=tick, jiffies=jiffies, rcu_needs_cpu=overrides.get("rcu_needs_cpu", True))
     s = script_of(workload)
     nodes = node_of_cpu(trace.events, s.nr_cpus)
     # The trace's own idle only when the caller sets neither part of it.

@@ -116,7 +116,8 @@ def require_events(trace, events, what):
                          f"(needed: {list(events)})")
 
 
-def to_workload(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto") -> Workload:
+def to_workload(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto",
+                rcu_needs_cpu: bool = True) -> Workload:
     """The trace as a workload of one ``script`` component (see the module doc).
     ``tick="trace"`` also imposes the trace's tick decisions at each idle
     entry (on CPUs that log cpu_idle), instead of the governor's;
@@ -124,12 +125,14 @@ def to_workload(trace, *, hz: int | None = None, tick: str = "simulated", jiffie
     for reasons a trace does not show (RCU callbacks pending, say) and the
     engine's tick model does not cover, and leaves the rest to the
     simulation. ``jiffies``: "auto", "kernel" (the update duty, late ticks
-    as traced) or "grid" (module doc, Clocks)."""
-    return Workload((Component("script", CpuSelection(),
-                               {"script": build_script(trace, hz=hz, tick=tick, jiffies=jiffies)}),))
+    as traced) or "grid" (module doc, Clocks). ``rcu_needs_cpu``: the
+    Config's, whose tick model decides what tick="kept" leaves to it."""
+    script = build_script(trace, hz=hz, tick=tick, jiffies=jiffies, rcu_needs_cpu=rcu_needs_cpu)
+    return Workload((Component("script", CpuSelection(), {"script": script}),))
 
 
-def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto") -> Script:
+def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto",
+                 rcu_needs_cpu: bool = True) -> Script:
     """The :class:`Script` of a trace."""
     if tick not in TICK_MODES:
         raise ValueError(f"tick={tick!r}; choose one of {TICK_MODES}")
@@ -241,7 +244,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
     policies = tick_policies(run, sorted(idle_cpus), start_ns + offset, tick_ns)
     if tick in ("trace", "kept"):
-        fresh = entries_before_first_tick(run)
+        # Without rcu_needs_cpu the engine keeps no tick after a task: all kept ticks are imposed.
+        fresh = entries_before_first_tick(run) if rcu_needs_cpu else set()
         for ts, cpu, policy, line, entry in policies:
             # kept: only the entries where the kernel kept the tick for reasons a trace does not show (RCU
             # callbacks pending, irq_work) and the engine's tick model does not cover (the window from a

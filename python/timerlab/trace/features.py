@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..kernel import parse_kernel
 from ..wheel import bucket_expiry_from_idx
 from .events import CPU_IDLE_EXIT
 
@@ -102,8 +103,8 @@ def detect(events: pd.DataFrame, path, *, source: str, kernel: str | None = None
     if starts.any():
         bucket = "traced"
         if "bucket_expiry_jiffies" not in events or events.loc[starts, "bucket_expiry_jiffies"].isna().any():
-            bucket = "derived"
-            events = _derive_bucket_expiry(events, starts, hz or 250, notes)
+            events, derived = _derive_bucket_expiry(events, starts, hz or 250, notes)
+            bucket = "derived" if derived else "none"
     flags = "traced"
     if starts.sum() >= 2 and "flags" in events:
         letters = events.loc[starts, "flags"].astype(str).str.split("|")
@@ -114,16 +115,16 @@ def detect(events: pd.DataFrame, path, *, source: str, kernel: str | None = None
                          "flags are unknown and read as none; record with tracefs to have them")
     modes = "none"
     if "mode" in events and events["mode"].notna().any():
-        modes = "hex" if any(str(c).startswith("0x") for c in events["mode"].cat.categories) else "symbolic"
+        modes = "hex" if any(c.startswith("0x") for c in _values(events, "mode")) else "symbolic"
         if modes == "hex":
             events = _recode(events, "mode", _mode_name)
     if "function" in events:
-        # trace-cmd's hrtimer plugin prints "sym/0x0": the symbol is what %ps prints.
-        events = _recode(events, "function", lambda c: _PLUGIN_OFFSET.sub("", c))
-        if source == "tracefs" and events["function"].cat.categories.size and any(
-                _PLUGIN_OFFSET.search(str(c)) for c in events["function"].cat.categories):
+        # trace-cmd's hrtimer plugin prints "sym/0x0": the symbol is what %ps
+        # prints. Looked for before it is taken off.
+        if source == "tracefs" and any(_PLUGIN_OFFSET.search(c) for c in _values(events, "function")):
             source = "trace-cmd report"
-    functions = [str(c) for c in events["function"].cat.categories] if "function" in events else []
+        events = _recode(events, "function", lambda c: _PLUGIN_OFFSET.sub("", c))
+    functions = _values(events, "function") if "function" in events else []
     deps = ()
     if "dependency" in events:
         deps = tuple(sorted(str(d) for d in events.loc[events["event"] == "tick_stop", "dependency"].dropna().unique()))
@@ -139,12 +140,20 @@ def detect(events: pd.DataFrame, path, *, source: str, kernel: str | None = None
 _PLUGIN_OFFSET = re.compile(r"(\+0x[0-9a-f]+)?/0x[0-9a-f]+$")
 
 
+def _values(events, column) -> list[str]:
+    """The distinct values of a column (categorical or not), as strings."""
+    col = events[column]
+    values = col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else col.dropna().unique()
+    return [str(v) for v in values]
+
+
 def _recode(events, column, rename) -> pd.DataFrame:
-    """A categorical column with its categories renamed (names that become
-    equal merge), the rows untouched."""
+    """A column with its values renamed (names that become equal merge),
+    the rows untouched; a column the C++ reader did not make categorical is
+    made so."""
     col = events[column]
     if not isinstance(col.dtype, pd.CategoricalDtype):
-        return events
+        col = col.astype("category")
     old = [str(c) for c in col.cat.categories]
     new = [rename(c) for c in old]
     if new == old:
@@ -163,22 +172,57 @@ def release_of(events, path, kernel, f) -> tuple[str, str]:
     kernel placed timers from clk == jiffies ("6.6": 5.10-6.7 behave alike
     here) and the wheel before it when from jiffies + 1 ("5.4");
     bucket_expiry but no timer_migration events -> "6.8" if the kernel pushed
-    a timer (a timer_start whose cpu= is not the arming CPU, without P) or
-    marked a base idle that kept its tick, else "latest"."""
+    a timer (a timer_start whose cpu= is not the arming CPU, without P, and
+    not a re-arm from the timer's own callback, which keeps its base in
+    every release; not looked for when the flags are unreliable) or marked a base idle that kept its tick, else "latest".
+
+    A release from the features is a class, not a version: "6.6" stands for
+    5.10 to 6.7, so a 5.10 or 5.15 trace read that way gets the 5.18 jiffies
+    stall check (BEHAVIOURS["jiffies_stall_check"]); pass ``kernel=`` when it
+    matters."""
     if kernel is not None:
         return kernel, "given"
     m = re.search(r"(?<![\d.])(\d+\.\d+)(?:\.\d+)?(?!\d|\.\d)", os.path.basename(str(path)))
-    if m:
+    if m and _plausible_release(m.group(1)):
         return m.group(1), "file name"
     if f["pull_model"]:
         return "latest", "features"
     if f["bucket_expiry"] == "derived":
         return ("5.4" if _wheel_clock_ahead(events, f["hz"] or 250) else "6.6"), "features"
-    s = events[events["event"] == "timer_start"]
-    if not len(s) or not {"base_cpu", "flags"} <= set(s.columns):
-        return "latest", "features"
-    pushed = (s["base_cpu"] != s["cpu"]) & ~s["flags"].astype(str).str.contains("P")
-    return ("6.8" if bool(pushed.fillna(False).any()) or _idle_base_kept_tick(events) else "latest"), "features"
+    # Unreliable flags hide which timers were pinned (add_timer_on): no push test.
+    pushed = f["timer_flags"] != "unreliable" and _pushed_a_timer(events)
+    return ("6.8" if pushed or _idle_base_kept_tick(events) else "latest"), "features"
+
+
+def _plausible_release(text) -> bool:
+    """Whether a number in a file name reads as a kernel release timerlab
+    models ("6.1"), not a version of something else ("1.5", "12.04")."""
+    try:
+        major, _ = parse_kernel(text)
+    except ValueError:
+        return False
+    return 4 <= major <= 9
+
+
+def _pushed_a_timer(events) -> bool:
+    """Whether a timer was queued on another CPU's base by the push
+    heuristic: not pinned, and not re-armed by its own callback (running on
+    a remote base, it stays there in the pull model too)."""
+    need = {"timer", "base_cpu", "flags"}
+    if not need <= set(events.columns):
+        return False
+    sel = events[events["event"].isin(("timer_start", "timer_expire_entry", "timer_expire_exit"))]
+    running = {}  # CPU -> the timer whose callback it runs
+    for e, cpu, timer, base_cpu, flags in zip(sel["event"].tolist(), sel["cpu"].tolist(), sel["timer"].tolist(),
+                                              sel["base_cpu"].tolist(), sel["flags"].astype(str).tolist()):
+        if e == "timer_expire_entry":
+            running[cpu] = timer
+        elif e == "timer_expire_exit":
+            running.pop(cpu, None)
+        elif (not pd.isna(base_cpu) and base_cpu != cpu and "P" not in flags.split("|")
+              and running.get(cpu) != timer):
+            return True
+    return False
 
 
 def _idle_base_kept_tick(events) -> bool:
@@ -203,8 +247,8 @@ def _wheel_clock_ahead(events, hz) -> bool:
     before 5.9, whose softirq runs every tick) more often than from jiffies."""
     from ..wheel import calc_wheel_index
 
-    s = events[events["event"] == "timer_start"]
-    if not len(s) or s[["expires_jiffies", "timeout_jiffies", "idx"]].isna().any().any():
+    s = _starts_with(events, ("expires_jiffies", "timeout_jiffies", "idx"))
+    if s is None:
         return False
     expires = s["expires_jiffies"].to_numpy(np.uint64)
     j = expires - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64)
@@ -214,11 +258,21 @@ def _wheel_clock_ahead(events, hz) -> bool:
     return int((at_j1 & ~at_j).sum()) > int((at_j & ~at_j1).sum())
 
 
-def _derive_bucket_expiry(events, starts, hz, notes) -> pd.DataFrame:
-    s = events.loc[starts]
-    if s[["expires_jiffies", "timeout_jiffies", "idx"]].isna().any().any():
+def _starts_with(events, columns):
+    """The timer_start rows if every one has all these columns, else None."""
+    if not set(columns) <= set(events.columns):
+        return None
+    s = events[events["event"] == "timer_start"]
+    return None if not len(s) or s[list(columns)].isna().any().any() else s
+
+
+def _derive_bucket_expiry(events, starts, hz, notes) -> tuple[pd.DataFrame, bool]:
+    """The events with bucket_expiry_jiffies recomputed for timer_start, and
+    whether that could be done."""
+    s = _starts_with(events, ("expires_jiffies", "timeout_jiffies", "idx"))
+    if s is None:
         notes.append("bucket_expiry not derived: timer_start lacks expires, timeout or idx")
-        return events
+        return events, False
     bucket, ok = bucket_expiry_from_idx(s["expires_jiffies"].to_numpy(np.uint64),
                                         s["timeout_jiffies"].to_numpy(np.int64), s["idx"].to_numpy(np.int64), hz=hz)
     values = np.zeros(len(events), dtype=np.uint64)
@@ -230,7 +284,7 @@ def _derive_bucket_expiry(events, starts, hz, notes) -> pd.DataFrame:
         notes.append(f"bucket_expiry not derived for {int((~ok).sum())} timer_start lines: idx fits no clock near "
                      "jiffies (a vendor-modified wheel?)")
     notes.append("bucket_expiry derived from expires, timeout and idx (the kernel before 6.8 does not print it)")
-    return events.assign(bucket_expiry_jiffies=pd.arrays.IntegerArray(values, mask))
+    return events.assign(bucket_expiry_jiffies=pd.arrays.IntegerArray(values, mask)), True
 
 
 def _mode_name(mode) -> str:
@@ -244,8 +298,8 @@ def _mode_name(mode) -> str:
 def infer_hz(ev) -> int | None:
     """HZ from how fast jiffies (timer_start's expires - timeout) advance in
     trace time."""
-    s = ev[ev["event"] == "timer_start"]
-    if len(s) < 2 or s[["expires_jiffies", "timeout_jiffies"]].isna().any().any():
+    s = _starts_with(ev, ("expires_jiffies", "timeout_jiffies"))
+    if s is None or len(s) < 2:
         return None
     j = (s["expires_jiffies"].to_numpy(np.uint64) - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
     t = s["ts_ns"].to_numpy(np.int64)

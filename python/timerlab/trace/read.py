@@ -118,11 +118,12 @@ class Trace:
             cols.append("payload")
         return rows[cols]
 
-    def to_workload(self, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto"):
+    def to_workload(self, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto",
+                    rcu_needs_cpu: bool = True):
         """This trace as a workload replaying its timer operations, tasks and
         device interrupts (:func:`timerlab.replay.to_workload`)."""
         from ..replay import to_workload
-        return to_workload(self, hz=hz, tick=tick, jiffies=jiffies)
+        return to_workload(self, hz=hz, tick=tick, jiffies=jiffies, rcu_needs_cpu=rcu_needs_cpu)
 
     def to_config(self, **overrides):
         """A Config replaying this trace on its own machine (CPUs, nodes, HZ,
