@@ -85,7 +85,7 @@ ScriptSpec script_of(const py::dict& d) {
   const auto pv = place.unchecked<1>();
   for (std::size_t i = 0; i < n; ++i) {
     const auto k = static_cast<py::ssize_t>(i);
-    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::jiffies_duty)) {
+    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::idle_exit)) {
       throw std::invalid_argument("script item " + std::to_string(i) + ": unknown operation " + std::to_string(ov(k)));
     }
     if (pv(k) > static_cast<std::uint8_t>(ArmPlace::own_base)) {
@@ -210,6 +210,11 @@ SimConfig config_of(const py::dict& d) {
   c.duration_ns = get<std::int64_t>(d, "duration_ns");
   c.seed = get<std::uint64_t>(d, "seed");
   c.ipi_latency_ns = get<std::int64_t>(d, "ipi_latency_ns");
+  if (d.contains("wake_latency")) {
+    const auto w = get<py::dict>(d, "wake_latency");
+    c.wake_latency.stopped.quantiles_ns = get<std::vector<std::vector<std::int64_t>>>(w, "stopped");
+    c.wake_latency.tick.quantiles_ns = get<std::vector<std::vector<std::int64_t>>>(w, "tick");
+  }
   c.record_events = get<bool>(d, "record_events");
   c.record_timers = get<bool>(d, "record_timers");
   c.check_invariants = get<bool>(d, "check_invariants");

@@ -21,6 +21,7 @@ void SimConfig::validate() const {
   if (start_ns < 0) bad("start_ns must be >= 0, got " + std::to_string(start_ns));
   if (duration_ns > (std::int64_t{1} << 62) - start_ns) bad("duration_ns is too long");
   if (ipi_latency_ns < 0) bad("ipi_latency_ns must be >= 0");
+  wake_latency.validate(topology.nr_cpus);
   if (deferrable != DeferrablePolicy::legacy && !pull_model) {
     bad("deferrable policies other than 'legacy' need the pull model (a timer migration hierarchy)");
   }
@@ -56,6 +57,8 @@ Engine::Engine(const SimConfig& cfg)
   gp.latency_req_ns = cfg_.latency_req_ns;
   gp.teo_tick_intercepts_fixed = cfg_.teo_tick_intercepts_fixed;
   for (CpuState& cs : cpus_) cs.governor = make_governor(cfg_.governor, gp);
+  constexpr std::uint64_t kWakeStream = 5ull << 40;  // beside engine_workload.cpp's streams
+  for (unsigned c = 0; c < n; ++c) wake_rng_.emplace_back(cfg_.seed, kWakeStream + c);
   res_.usage.assign(n, std::vector<StateUsage>(cfg_.idle.states.size()));
   node_idle_.assign(topo_.nr_nodes(), 0);
   node_size_.assign(topo_.nr_nodes(), 0);
@@ -73,12 +76,21 @@ std::int64_t Engine::next_tick_after(std::int64_t ns) const {
   return static_cast<std::int64_t>((t / tick_nsec_ + 1) * tick_nsec_);
 }
 
+std::int64_t Engine::clock_at(const CpuState& cs) const {
+  // The clock event as programmed; an idle CPU takes it late (an awake one
+  // at once: the interrupt is pending when it wakes).
+  const std::int64_t programmed = cs.tick_stopped ? cs.wakeup : cs.next_tick;
+  if (cs.act != Activity::idle || programmed == INT64_MAX) return programmed;
+  if (programmed == cs.traced_late_for) return programmed + cs.traced_late_ns;
+  return programmed + cs.wake_late_ns;
+}
+
 std::int64_t Engine::next_time(unsigned cpu) const {
   const CpuState& cs = cpus_[cpu];
   // While paying its exit latency a CPU runs no code: everything waits.
   if (cs.act == Activity::exiting) return cs.exit_done;
   std::int64_t t = std::min(cs.ipi_at, cs.irq_end);
-  t = std::min(t, cs.tick_stopped ? cs.wakeup : cs.next_tick);
+  t = std::min(t, clock_at(cs));
   if (!cs.work.empty()) t = std::min(t, cs.work.top().t);
   return t;
 }
@@ -151,7 +163,7 @@ void Engine::step(unsigned cpu) {
     finish_exit(cpu);
     return;
   }
-  const std::int64_t clock = cs.tick_stopped ? cs.wakeup : cs.next_tick;
+  const std::int64_t clock = clock_at(cs);
   const WakeSource src = cs.ipi_at <= now_ ? WakeSource::ipi : clock <= now_ ? WakeSource::clock : WakeSource::device;
   if (cs.act == Activity::idle && src == WakeSource::device && script_runs_in_idle(cpu)) return;
   if (cs.act == Activity::idle) {

@@ -65,6 +65,11 @@ struct CpuState {
   bool tick_stopped = false;
   std::int64_t next_tick = 0;            // periodic tick, when it runs
   std::int64_t wakeup = INT64_MAX;       // the stopped tick's programmed wakeup
+  // How late the clock wakeup that ends this idle period arrives
+  // (wake_latency.hpp): drawn at the idle entry, unless a replay traced the
+  // wakeup programmed for traced_late_for.
+  std::int64_t wake_late_ns = 0;
+  std::int64_t traced_late_for = INT64_MIN, traced_late_ns = 0;
   std::int64_t timer_expires = 0;        // tick_nohz_next_event's result
   std::int64_t irq_end = INT64_MAX;
   std::int64_t ipi_at = INT64_MAX;
@@ -134,6 +139,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   std::int64_t next_tick_after(std::int64_t ns) const;
   void step(unsigned cpu);
   std::int64_t next_time(unsigned cpu) const;
+  std::int64_t clock_at(const CpuState& cs) const;
   void set_context(unsigned cpu) {
     cur_ = cpu;
     log_.set_context(now_, cpu);
@@ -216,7 +222,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   CpuMask busy_;  // CPUs running a task (not idle_cpu())
   std::vector<unsigned> node_idle_, node_size_;  // CPUs in an idle state, per node (package)
   std::vector<TaskState> tasks_;
-  std::vector<Rng> stream_rng_, periodic_rng_, remote_rng_;
+  std::vector<Rng> stream_rng_, periodic_rng_, remote_rng_, wake_rng_;
   std::vector<TimerInfo> info_;
   std::vector<TimerId> free_timers_;
   std::vector<TimerId> script_timers_;  // key -> timer

@@ -21,6 +21,8 @@
 //                   the task                        (or keeps running)
 //   idle_start      —                               enters the idle loop
 //   external_irq    wakes it (device)               stays awake duration_ns
+//   idle_exit       wakes it (device), then leaves  leaves the idle loop
+//                   the idle loop and re-enters it  (if in it), re-enters it
 //   tick_policy     applies from the next pass of the idle loop
 //   tick_delay      from the next tick on, this CPU's periodic tick comes
 //                   duration_ns after the tick grid (a traced tick's lateness)
@@ -99,10 +101,12 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
         if (it.key >= nr_keys) bad(i, "timer key " + std::to_string(it.key) + " >= nr_keys " + std::to_string(nr_keys));
         break;
       case ScriptOp::external_irq:
+      case ScriptOp::idle_exit:
         if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "duration_ns must be in [0, 1000 s]");
         break;
       case ScriptOp::tick_delay:
         if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "tick_delay must be in [0, 1000 s]");
+        if (it.flags > kScriptStoppedTick) bad(i, "tick_delay flags must be 0 or 1 (a stopped tick's wakeup)");
         break;
       case ScriptOp::tick_policy:
         if (it.flags > 2) bad(i, "tick_policy must be 0 (governor), 1 (keep) or 2 (stop)");
@@ -245,7 +249,7 @@ bool Engine::script_runs_in_idle(unsigned cpu) {
   if (item.kind != work_script && item.kind != work_script_step) return false;
   const bool stale = item.kind == work_script_step && !script_step_is_current(cpu, item);
   const ScriptOp op = cfg_.workload.script.items[item.id].op;
-  if (!stale && (op == ScriptOp::busy_start || op == ScriptOp::external_irq)) return false;
+  if (!stale && (op == ScriptOp::busy_start || op == ScriptOp::external_irq || op == ScriptOp::idle_exit)) return false;
   cs.work.pop();
   if (stale) return true;  // nothing happens: the item was rescheduled
   // The trace shows the CPU in an interrupt here: tick_nohz_irq_enter.
@@ -328,6 +332,12 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       if (cs.act == Activity::run && cs.running < 0 && !cs.always_busy) run_next_task(cpu);
       break;
     case ScriptOp::tick_delay:
+      if (it.flags & kScriptStoppedTick) {
+        // The kernel's stopped tick was programmed for just after the item:
+        // a simulated wakeup programmed for the same time is as late.
+        cs.traced_late_for = it.t_ns + 1;
+        cs.traced_late_ns = it.duration_ns;
+      }
       // The item delays the tick of the grid point after its own time —
       // which, for an item from before the start, may still be ahead
       // although the grid point is behind. Later ticks keep the lateness. A
@@ -353,8 +363,13 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       if (do_timer_cpu_ >= 0) update_jiffies();
       break;
     case ScriptOp::external_irq:
+    case ScriptOp::idle_exit:
       interrupt(cpu);
-      if (cs.act == Activity::irq) cs.irq_end = std::max(cs.irq_end, now_ + it.duration_ns);
+      if (cs.act == Activity::irq) {
+        cs.irq_end = std::max(cs.irq_end, now_ + it.duration_ns);
+        // need_resched with nothing to run: do_idle leaves its loop (irq_done).
+        if (it.op == ScriptOp::idle_exit) cs.need_resched = true;
+      }
       break;
   }
 }

@@ -11,6 +11,7 @@ from .topology import Topology
 from .hierarchy import Hierarchy, hierarchy
 from . import config_file, dist, idle_states, plot, workloads
 from .config import Config
+from .wake_latency import WakeLatency, wake_latency_of
 from .simulate import Result, simulate
 from .sweep import SweepError, sweep
 from . import replay
@@ -27,6 +28,8 @@ def example_trace():
 
 __all__ = [
     "Config",
+    "WakeLatency",
+    "wake_latency_of",
     "FidelityReport",
     "Hierarchy",
     "Result",

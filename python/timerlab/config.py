@@ -10,6 +10,7 @@ from ._checks import check_choice, check_hz, check_int
 from .kernel import kernel_has, parse_kernel
 from .idle_states import IdleStates, preset as idle_preset, table as idle_table
 from .topology import LAYOUTS, Topology
+from .wake_latency import WakeLatency, preset as wake_preset
 from .workloads import Workload, mixed
 
 PLACEMENTS = ("push", "pull")
@@ -25,7 +26,7 @@ _DEFAULTS = dict(
     topology=None, hz=250, placement=None, remote_wakeup="lazy", deferrable="legacy", kernel="latest", workload=None,
     duration_ns=1_000_000_000, seed=1, start_ns=0, ipi_latency_ns=1000, irq_ns=2000, record_events=False,
     record_timers=True, check_invariants=False, idle_states="skx", governor="menu", busy_power_mw=None,
-    latency_req_ns=None, record_idle=True, overhead=None, rcu_needs_cpu=True,
+    latency_req_ns=None, record_idle=True, overhead=None, rcu_needs_cpu=True, wake_latency="bare_metal",
 )
 
 
@@ -70,7 +71,11 @@ class Config:
     Run: ``workload`` (timerlab.workloads; default ``workloads.mixed()``),
     ``duration_ns``, ``seed`` (fixes everything), ``start_ns`` (monotonic
     time at the start), ``ipi_latency_ns``, ``irq_ns`` (time an interrupt
-    keeps an idle CPU awake). ``record_events`` keeps a tracepoint log,
+    keeps an idle CPU awake), ``wake_latency`` (how late the clock wakes an
+    idle CPU: "bare_metal" (default, a few µs), "vm" (a qemu/KVM guest),
+    "none" (on time: equal times go to the lowest CPU), or a
+    :class:`~timerlab.WakeLatency`, e.g. ``tl.wake_latency_of(trace)``; see
+    timerlab.wake_latency). ``record_events`` keeps a tracepoint log,
     ``record_timers`` one row per armed timer; ``check_invariants`` checks
     the models' invariants after every step (slow, for tests).
     """
@@ -78,7 +83,7 @@ class Config:
     __slots__ = ("_args", "topology", "hz", "placement", "remote_wakeup", "deferrable", "kernel", "workload",
                  "duration_ns", "seed", "start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers",
                  "check_invariants", "idle_states", "governor", "latency_req_ns", "record_idle", "overhead",
-                 "rcu_needs_cpu")
+                 "rcu_needs_cpu", "wake_latency")
 
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(_DEFAULTS))
@@ -118,6 +123,13 @@ class Config:
         latency = args["latency_req_ns"]
         set_("latency_req_ns", None if latency is None else check_int("latency_req_ns", latency, minimum=0))
         set_("overhead", _overhead(args["overhead"]))
+        wl = args["wake_latency"]
+        if isinstance(wl, str):
+            wl = wake_preset(wl)
+        elif not isinstance(wl, WakeLatency):
+            raise TypeError(f"wake_latency must be a preset name or a timerlab.WakeLatency, got {type(wl).__name__}")
+        wl.check_cpus(self.topology.cpus)
+        set_("wake_latency", wl)
         for flag in ("record_events", "record_timers", "check_invariants", "record_idle", "rcu_needs_cpu"):
             if not isinstance(args[flag], bool):
                 raise TypeError(f"{flag} must be True or False, got {args[flag]!r}")
@@ -156,7 +168,8 @@ class Config:
             "remote_expires_self": kernel_has(self.kernel, "remote_expires_self"),
             "rcu_needs_cpu": self.rcu_needs_cpu,
             "start_ns": self.start_ns, "duration_ns": self.duration_ns, "seed": self.seed,
-            "ipi_latency_ns": self.ipi_latency_ns, "record_events": self.record_events,
+            "ipi_latency_ns": self.ipi_latency_ns, "wake_latency": self.wake_latency.to_core(),
+            "record_events": self.record_events,
             "record_timers": self.record_timers, "check_invariants": self.check_invariants,
             "record_idle": self.record_idle, "idle": self.idle_states.to_core(), "governor": self.governor,
             "latency_req_ns": (1 << 63) - 1 if self.latency_req_ns is None else self.latency_req_ns,
@@ -187,6 +200,8 @@ class Config:
                   "record_idle", "latency_req_ns", "rcu_needs_cpu"):
             if getattr(self, k) != _DEFAULTS[k]:
                 shown.append(f"{k}={getattr(self, k)!r}")
+        if self.wake_latency.name != _DEFAULTS["wake_latency"]:
+            shown.append(f"wake_latency={self.wake_latency.name!r}")
         return "Config(\n    " + ",\n    ".join(shown) + ",\n)"
 
 

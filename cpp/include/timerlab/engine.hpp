@@ -68,6 +68,7 @@
 #include "timerlab/random.hpp"
 #include "timerlab/timer_cpu.hpp"
 #include "timerlab/topology.hpp"
+#include "timerlab/wake_latency.hpp"
 #include "timerlab/workload.hpp"
 
 namespace timerlab {
@@ -120,6 +121,8 @@ struct SimConfig {
   std::int64_t duration_ns = 1'000'000'000;
   std::uint64_t seed = 1;
   std::int64_t ipi_latency_ns = 1000;
+  // How late each hardware wakeup of an idle CPU arrives (wake_latency.hpp).
+  WakeLatencySpec wake_latency;
   bool record_events = false;
   bool record_timers = true;
   bool record_idle = true;        // one row per idle period

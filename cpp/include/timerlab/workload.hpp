@@ -111,12 +111,20 @@ struct LoopSpec {
 //   idle_start    the CPU stops running tasks (enters the idle loop)
 //   external_irq  a device interrupt keeping the CPU awake duration_ns
 //   tick_delay    the CPU's next periodic tick fires duration_ns after its
-//                 grid time (the trace's tick ran that late; < 1 tick)
+//                 grid time (the trace's tick ran that late; < 1 tick).
+//                 flags kScriptStoppedTick: the trace's tick was stopped and
+//                 its programmed wakeup, t_ns + 1, arrived duration_ns late:
+//                 a simulated stopped tick programmed for the same time
+//                 arrives as late (wake_latency.hpp)
+//   idle_exit     an interrupt that sets need-resched with no task to run
+//                 (6.12's fair-server timer): the CPU leaves the idle loop —
+//                 tick_nohz_idle_exit, tmigr_cpu_activate — and enters it
+//                 afresh, staying awake duration_ns
 //   tick_policy   from now on, the CPU's idle loop keeps the tick (flags=1),
 //                 stops it (2) or lets the governor decide (0): imposes the
 //                 trace's tick decisions, to study the rest in isolation
 //
-// Only busy_start and external_irq wake an idle CPU. Any other item
+// Only busy_start, external_irq and idle_exit wake an idle CPU. Any other item
 // reaching a CPU the simulation has idle runs there without waking it: the
 // trace shows that CPU awake then, and the simulated wakeup that hosted the
 // operation came at a slightly different time (the idle path then
@@ -128,10 +136,12 @@ struct LoopSpec {
 // (pointer key + 1 in the event log): script timers are allocated first.
 // busy_start flags: the task was woken by timer `key`'s expiry.
 inline constexpr std::uint32_t kScriptWokenByTimer = 1;
+// tick_delay flags: the lateness of a stopped tick's programmed wakeup.
+inline constexpr std::uint32_t kScriptStoppedTick = 1;
 
 enum class ScriptOp : std::uint8_t {
   arm = 0, cancel = 1, busy_start = 2, idle_start = 3, external_irq = 4, tick_policy = 5, tick_delay = 6,
-  jiffies_duty = 7
+  jiffies_duty = 7, idle_exit = 8
 };
 
 // Where a scripted arm goes (timerlab.replay.arms reads it off the trace).
@@ -144,10 +154,11 @@ struct ScriptItem {
   std::uint32_t key = 0;          // arm, cancel; busy_start woken by a timer
   std::uint64_t expires_jiffies = 0;  // arm
   std::uint32_t flags = 0;        // arm: TIMER_PINNED | TIMER_DEFERRABLE | TIMER_IRQSAFE; tick_policy: 0/1/2;
-                                  // jiffies_duty: 1 = nobody holds it; busy_start: kScriptWokenByTimer
+                                  // jiffies_duty: 1 = nobody holds it; busy_start: kScriptWokenByTimer;
+                                  // tick_delay: kScriptStoppedTick
   std::uint16_t function = 0;     // arm
   std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace; jiffies_duty: the new holder
-  std::int64_t duration_ns = 0;   // external_irq, tick_delay
+  std::int64_t duration_ns = 0;   // external_irq, idle_exit, tick_delay
   ArmPlace place = ArmPlace::policy;  // arm
 };
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column
-from .ops import OP_BUSY, OP_IDLE, WOKEN_BY_TIMER
+from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ, WOKEN_BY_TIMER
 from .clocks import tick_events
 
 
@@ -111,9 +111,15 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
 
 
 def device_interrupts(ev, cpus_with_idle, initial_busy):
-    """External interrupts: (t_ts, cpu, duration_ns, line) for idle periods
-    ended by something the simulation does not model (see the module doc),
-    the period in progress at the start included."""
+    """External interrupts and idle-loop exits: (t_ts, cpu, duration_ns,
+    line, op) for idle periods ended by something the simulation does not
+    model (see the module doc), the period in progress at the start
+    included. ``op`` is OP_EXIT where the CPU then left the idle loop without
+    running a task — need-resched set with nothing to run, as 6.12's fair
+    server timer (dl_task_timer) does: the hierarchy sees it active
+    (timer_base_idle is_idle=0, tmigr_cpu_active) before it idles afresh —
+    else OP_IRQ. An idle period the tick ended, then left the same way, is
+    an OP_EXIT at the tick."""
     out = []
     sub = ev[ev["cpu"].isin(cpus_with_idle)]
     event = column(sub, "event")
@@ -124,18 +130,22 @@ def device_interrupts(ev, cpus_with_idle, initial_busy):
     function = column(sub, "function", "")
     prev_pid = column(sub, "prev_pid")
     next_pid = column(sub, "next_pid")
+    is_idle = column(sub, "is_idle")
     # Per CPU: "idle" (entered, nothing seen yet), "woken" (first event seen;
-    # a pending external candidate waits to see whether a task runs next).
+    # a pending candidate waits to see whether a task runs next, and whether
+    # the CPU leaves the idle loop).
     phase, pending = {c: "idle" for c in cpus_with_idle if not initial_busy[c]}, {}
 
     def settle(c, t_end, task_runs):
         p = pending.pop(c, None)
         if p is None:
             return
-        kind, t0, ln = p
-        if kind == "task" and task_runs:
+        kind, t0, ln, left = p
+        if task_runs and kind in ("task", "tick"):
             return
-        out.append((t0, c, max(0, t_end - t0), ln))
+        if kind == "tick" and not left:
+            return  # the tick: simulated
+        out.append((t0, c, max(0, t_end - t0), ln, OP_EXIT if left else OP_IRQ))
 
     for i, e in enumerate(event):
         c = cpu[i]
@@ -144,19 +154,22 @@ def device_interrupts(ev, cpus_with_idle, initial_busy):
                 settle(c, ts[i], False)
                 phase[c] = "idle"
             elif phase.get(c) == "idle":  # exit with no event during the sleep
-                pending[c] = ("irq", ts[i], line[i])
+                pending[c] = ("irq", ts[i], line[i], False)
                 phase[c] = "woken"
             continue
         if e == "sched_switch" and prev_pid[i] == 0 and next_pid[i] != 0:
             settle(c, ts[i], True)
             phase[c] = None
             continue
+        if (e == "tmigr_cpu_active" or (e == "timer_base_idle" and is_idle[i] == 0)) and c in pending:
+            pending[c] = pending[c][:3] + (True,)
+            continue
         if phase.get(c) != "idle":
             continue
         phase[c] = "woken"
-        if e == "hrtimer_expire_entry" and str(function[i]) in TICK_FUNCTIONS:
-            continue  # the tick: simulated
-        pending[c] = ("task" if e == "sched_wakeup" else "irq", ts[i], line[i])
+        kind = ("tick" if e == "hrtimer_expire_entry" and str(function[i]) in TICK_FUNCTIONS
+                else "task" if e == "sched_wakeup" else "irq")
+        pending[c] = (kind, ts[i], line[i], False)
     for c in list(pending):
         settle(c, int(ts[-1]) if ts else 0, False)
     return out
@@ -184,17 +197,18 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
 
 
 def entries_before_first_tick(ev) -> set:
-    """Lines of the idle entries between a task switching out and the CPU's
-    next tick: where the engine's tick model (Config rcu_needs_cpu) keeps
-    the tick itself."""
-    sub = ev[ev["event"].isin(("cpu_idle", "sched_switch", "hrtimer_expire_entry"))]
+    """Lines of the idle entries between a task switching out (or the CPU
+    leaving the idle loop without one) and the CPU's next tick: where the
+    engine's tick model (Config rcu_needs_cpu) keeps the tick itself."""
+    sub = ev[ev["event"].isin(("cpu_idle", "sched_switch", "hrtimer_expire_entry", "timer_base_idle"))]
     event, cpu, line, state = column(sub, "event"), column(sub, "cpu"), column(sub, "line"), column(sub, "state")
-    next_pid, function = column(sub, "next_pid"), column(sub, "function", "")
+    next_pid, function, is_idle = column(sub, "next_pid"), column(sub, "function", ""), column(sub, "is_idle")
     fresh, out = set(), set()
     for i, e in enumerate(event):
         c = cpu[i]
-        if e == "sched_switch":
-            if next_pid[i] == 0:
+        if e == "sched_switch" or e == "timer_base_idle":
+            # A switch to the idle task, or leaving the idle loop without one (is_idle=0).
+            if next_pid[i] == 0 or is_idle[i] == 0:
                 fresh.add(c)
         elif e == "hrtimer_expire_entry":
             if str(function[i]) in TICK_FUNCTIONS:

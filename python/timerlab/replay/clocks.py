@@ -1,7 +1,7 @@
 """The clocks of a trace, as a replay needs them: the trace clock's offset
 from CLOCK_MONOTONIC, jiffies as a function of monotonic time (the
 constant, and the model of the jiffies-update duty that fits the recorded
-jiffies), and how late each traced tick fired.
+jiffies), and how late each traced tick and stopped-tick wakeup fired.
 
 Not here: what the CPUs did (activity.py), the script itself (script.py).
 """
@@ -139,23 +139,51 @@ def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_ch
     return order[int(np.argmax(fits))]
 
 
-def tick_delays(ev, tick_ns):
-    """(grid_ns, delay_ns, cpu, line) of each traced tick: the grid point its
-    hrtimer was programmed for (hrtimer_start of the same timer on that
-    CPU; else the grid point before it fired) and how late it fired. A
-    delay of a tick or more means the grid point's tick never ran — a stall
-    under the hypervisor — and the next one came instead, late."""
-    sel = ev[ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
-             & ev["function"].astype(str).isin(TICK_FUNCTIONS)]
+def tick_wakeups(ev, tick_ns):
+    """(programmed_ns, delay_ns, cpu, line, stopped, from_idle) of each traced
+    tick expiry: the time its hrtimer was programmed for (hrtimer_start of
+    the same timer on that CPU), how late it fired, whether the tick was
+    stopped then (a tick_stop since the CPU last left the idle loop: the
+    one-shot wakeup tick_nohz_stop_tick programmed for the next event) and
+    whether it ended an idle period (the first event after a cpu_idle
+    entry). For a running tick the programmed time is its grid point (the
+    one before it fired if the hrtimer_start is not in the trace); a delay
+    of a tick or more means the grid point's tick never ran — a stall under
+    the hypervisor — and the next one came instead, late."""
+    sel = ev[(ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
+              & ev["function"].astype(str).isin(TICK_FUNCTIONS))
+             | ev["event"].isin(("tick_stop", "cpu_idle", "sched_switch", "timer_base_idle"))]
     event, cpu, line = column(sel, "event"), column(sel, "cpu"), column(sel, "line")
     hrtimer, expires, now = column(sel, "hrtimer"), column(sel, "expires_ns"), column(sel, "now_ns")
+    success, state, prev_pid, is_idle = column(sel, "success"), column(sel, "state"), column(sel, "prev_pid"), \
+        column(sel, "is_idle")
     programmed, out = {}, []
+    stopped, idle = set(), set()  # CPUs whose tick is stopped; CPUs in an idle state, nothing seen since
     for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "tick_stop":
+            if success[i] != 0:
+                stopped.add(c)
+            continue
+        if e == "cpu_idle":
+            if state[i] == CPU_IDLE_EXIT:
+                idle.discard(c)
+            else:
+                idle.add(c)
+            continue
+        if e == "sched_switch" or e == "timer_base_idle":
+            # The idle loop is left: to a task, or (6.8+) without one (timer_clear_idle's is_idle=0).
+            if prev_pid[i] == 0 or is_idle[i] == 0:
+                stopped.discard(c)
+            continue
+        from_idle = c in idle
+        idle.discard(c)
         if e == "hrtimer_start":
-            programmed[(cpu[i], hrtimer[i])] = expires[i]
+            programmed[(c, hrtimer[i])] = (expires[i], c in stopped)
         elif now[i] is not None:
-            g = programmed.pop((cpu[i], hrtimer[i]), None)
-            if g is None or g > now[i] or g % tick_ns:
-                g = now[i] // tick_ns * tick_ns
-            out.append((g, now[i] - g, cpu[i], line[i]))
+            g, was_stopped = programmed.pop((c, hrtimer[i]), (None, False))
+            if g is None or g > now[i] or (not was_stopped and g % tick_ns):
+                g, was_stopped = now[i] // tick_ns * tick_ns, False
+            out.append((g, now[i] - g, c, line[i], was_stopped, from_idle))
     return out
+

@@ -7,6 +7,7 @@ Not here: building the script (script.py).
 from __future__ import annotations
 
 from ..config import Config
+from ..wake_latency import WakeLatency
 from ..trace.features import default_idle, node_of_cpu
 from .script import script_of, to_workload
 
@@ -19,7 +20,9 @@ def to_config(trace, **overrides) -> Config:
     from the trace's features), start and length, and its
     idle: a trace whose cpu_idle events all say state 1 comes from a machine
     without a cpuidle driver (default_idle_call; idle_states="none",
-    governor="none"), else idle states "vm" with the menu governor. Any
+    governor="none"), else idle states "vm" with the menu governor; its
+    wake latency (each CPU's traced stopped-tick lateness, for the wakeups
+    the kernel did not have; the traced ones are imposed). Any
     option can be overridden;
     ``tick=`` and ``jiffies=`` are those of :func:`to_workload`."""
     hz = overrides.get("hz")
@@ -33,7 +36,10 @@ def to_config(trace, **overrides) -> Config:
     idle = "none" if not {"idle_states", "governor"} & set(overrides) and default_idle(trace.events) else "vm"
     args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=trace.kernel, idle_states=idle,
                 governor="none" if idle == "none" else "menu",
-                start_ns=s.start_ns, duration_ns=max(1, s.end_ns - s.start_ns + 1), workload=workload)
+                start_ns=s.start_ns, duration_ns=max(1, s.end_ns - s.start_ns + 1), workload=workload,
+                # The ticks' lateness is the trace's (tick_delay items); a stopped tick the
+                # kernel did not have is as late as the CPU's traced ones.
+                wake_latency=WakeLatency("trace", stopped=s.wake_stopped, source=str(trace.path)))
     if nodes is not None:
         args.update(node_of_cpu=nodes)
     if {"cpus", "nodes", "layout", "topology"} & set(overrides):

@@ -19,8 +19,9 @@ from ..workloads import Component, CpuSelection, Workload
 from .activity import (device_interrupts, entries_before_first_tick, hidden_tick_policies, initial_ticks,
                        task_intervals, tick_policies, timer_wakeups)
 from .arms import arm_places
-from .clocks import clock_offset, initial_duty, jiffies_fit, tick_delays, tick_jiffies_offset
-from .ops import OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IRQ, OP_NAMES, OP_TICK
+from ..wake_latency import fit_tables
+from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeups
+from .ops import OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_NAMES, OP_TICK, WAKE_STOPPED
 
 JIFFIES_MODES = ("auto", "kernel", "grid")
 TICK_MODES = ("simulated", "kept", "trace")
@@ -68,10 +69,13 @@ class Script:
     source: str = ""
     notes: tuple = field(default=())
     jiffies_duty: bool = False
+    # Per CPU: quantiles (ns) of how late the trace's stopped ticks woke it
+    # (wake_latency.py), for the simulated wakeups the kernel did not have.
+    wake_stopped: tuple = ()
 
     def __eq__(self, other):
         scalars = ("source", "start_ns", "end_ns", "hz", "initial_jiffies", "jiffies_duty", "initial_busy", "initial_tick",
-                   "nr_cpus", "clock_offset_ns", "function_names")
+                   "nr_cpus", "clock_offset_ns", "function_names", "wake_stopped")
         return (isinstance(other, Script) and all(getattr(self, k) == getattr(other, k) for k in scalars)
                 and self.items.equals(other.items) and np.array_equal(self.pointers, other.pointers))
 
@@ -214,8 +218,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                      "there marks the end of the idle period")
 
     # Device interrupts (CPUs that log cpu_idle only).
-    for ts, cpu, dur, line in device_interrupts(run, sorted(idle_cpus), initial_busy):
-        rows.append((ts, line, cpu, OP_IRQ, 0, 0, 0, 0, cpu, dur))
+    for ts, cpu, dur, line, op in device_interrupts(run, sorted(idle_cpus), initial_busy):
+        rows.append((ts, line, cpu, op, 0, 0, 0, 0, cpu, dur))
     # The state at the start: whose tick runs, who holds the jiffies duty.
     initial_tick = initial_ticks(run, nr_cpus, sorted(idle_cpus), initial_busy, start_ns, tick_ns)
     ticking = [c for c in range(nr_cpus) if initial_busy[c] or initial_tick[c] == 1]
@@ -234,14 +238,21 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         for ts, line, cpu, holder in handovers:
             rows.append((ts, line, cpu, OP_DUTY, 0, 0, int(holder is None), 0, cpu if holder is None else holder, 0))
     # Each tick as late as traced (with either jiffies model: a tick tens of µs
-    # late still wakes an idle CPU after an interrupt the trace shows before it).
-    for g, d, cpu, line in tick_delays(run, tick_ns):
+    # late still wakes an idle CPU after an interrupt the trace shows before it),
+    # and each stopped tick's wakeup (flags 1: a simulated stopped tick
+    # programmed for the same time comes as late; the others draw from the
+    # CPU's traced lateness, wake_stopped).
+    wakeups = tick_wakeups(run, tick_ns)
+    for g, d, cpu, line, stopped, _ in wakeups:
         # On a CPU that logs no cpu_idle, a tick a period or more late may as well be
         # a stopped tick's wakeup (its stops do not show): not a stall to replay.
         if d >= tick_ns and cpu not in idle_cpus:
             continue
         if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
-            rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, 0, 0, cpu, d))
+            rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, WAKE_STOPPED if stopped else 0, 0, cpu, d))
+    wake_stopped = fit_tables(wakeups, True, nr_cpus, per_cpu=True)
+    if not wake_stopped:
+        notes.append("no stopped tick wakes an idle CPU in the trace: simulated stopped ticks wake on time")
     policies = tick_policies(run, sorted(idle_cpus), start_ns + offset, tick_ns)
     if tick in ("trace", "kept"):
         # Without rcu_needs_cpu the engine keeps no tick after a task: all kept ticks are imposed.
@@ -283,7 +294,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     return Script(items=items, function_names=tuple(fnames), pointers=np.array(pointers, dtype=np.uint64),
                   initial_busy=tuple(initial_busy), initial_tick=tuple(initial_tick), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
-                  notes=tuple(notes), jiffies_duty=jiffies == "kernel")
+                  notes=tuple(notes), jiffies_duty=jiffies == "kernel", wake_stopped=wake_stopped)
 
 
 def script_of(workload) -> Script:
