@@ -22,7 +22,7 @@ def test_one_cpu_one_periodic_timer_by_hand(governor):
     timer; the energy is C6 power x residency + one C6 transition per wakeup
     + busy power x the 2 µs interrupt of each wakeup."""
     cfg = tl.Config(cpus=1, hz=250, idle_states="skx", governor=governor, duration_ns=100 * MS,
-                    workload=W.periodic(period_ns=24 * MS, flags="P"))
+                    workload=W.periodic(period_ns=24 * MS, flags="P"), wake_latency="none")  # on time: exact arithmetic
     r = tl.simulate(cfg)
     skx = tl.idle_states.preset("skx").states.set_index("name")
     c6_exit = int(skx.at["C6", "exit_latency_ns"])  # 133 µs

@@ -117,8 +117,11 @@ def test_jiffies_model_is_chosen_by_the_trace(traces):
 def test_validate_reports_total_wheel_agreement(traces):
     for name, tr in traces.items():
         rep = tl.validate(tr)
-        assert rep.wheel.agreement == 1.0, name
-        assert rep.wheel.disagreements.empty
+        # The only disagreements allowed: a base whose clock before the trace is unknown
+        # (the idle trace's tcp_orphan_update, on a deferrable base idle since before it began).
+        d = rep.wheel.disagreements
+        assert d["explanation"].str.contains("base state before the trace unknown").all(), name
+        assert len(d) <= 1 and rep.wheel.agreement >= 0.99, name
         if name.startswith("vm2"):
             # CPU 1 of the 2-CPU VM logs no cpu_idle nor hierarchy events: the report says so.
             assert not rep.per_cpu["visible"].iloc[1]
@@ -129,11 +132,12 @@ def test_validate_reports_total_wheel_agreement(traces):
 def test_validate_16cpu_figures():
     """By default the ticks the kernel kept in idle (rcu_needs_cpu and the
     like, not in a trace) are read off the trace; every tick stop is the
-    simulation's. Measured 98.7 % expiring CPU, 99.5 % idle entries, 98.9 %
-    tick stops, 99.9 % hand-overs."""
+    simulation's. Measured 98.7 % expiring CPU (no races: a CPU is always
+    active), 99.7 % idle entries, 99.8 % tick stops, 99.4 % hand-overs."""
     rep = tl.validate(QEMU16)  # a path will do
     frame = rep.to_frame()
-    assert list(frame.index) == ["wheel", "placement", "expiring_cpu", "idle_entries", "tick_stops", "tmigr"]
+    assert list(frame.index) == ["wheel", "placement", "expiring_cpu", "expiring_cpu_single", "expiring_cpu_race",
+                                 "duty_overlap", "idle_entries", "tick_stops", "tmigr"]
     assert rep.placement.agreement == 1.0  # 6.12 queues locally; own-base re-arms stay on their base
     assert frame.loc["expiring_cpu", "compared"] > 400
     assert rep.expiring_cpu.agreement >= 0.97
@@ -148,6 +152,26 @@ def test_validate_16cpu_figures():
     x = rep.expiring_cpu.disagreements
     assert {"timer", "function", "cpu_trace", "cpu_sim", "why"} <= set(x.columns)
     assert len(rep.per_cpu) == 16
+
+
+def test_validate_an_almost_idle_machine():
+    """The 6.12 idle trace: three global timers in four are races of several
+    idle duty holders (6 median) whose winner is the platform's wake order.
+    Measured: 38 races of 51; exact CPU 12/13 where a single CPU was
+    eligible, the simulated winner among the kernel's holders 86.8 %, holder
+    sets overlapping 0.84 (Jaccard), tick stops 99.5 %, hand-overs 99.4 %;
+    pooled exact CPU 74.5 % (33.3 % before wake latency and idle-loop exits)."""
+    rep = tl.validate(TRACE_DIR / "qemu-6.12.95-16cpu-2node-idle.trace.txt.xz")
+    assert rep.expiring_cpu_race.compared >= 30 and rep.expiring_cpu_single.compared >= 10
+    assert rep.expiring_cpu_race.compared + rep.expiring_cpu_single.compared == rep.expiring_cpu.compared
+    assert rep.expiring_cpu_single.agreement >= 0.9
+    assert rep.expiring_cpu_race.agreement >= 0.85
+    assert rep.duty_overlap.agreement >= 0.8
+    assert rep.tick_stops.agreement >= 0.95 and rep.tmigr.agreement >= 0.95
+    assert rep.expiring_cpu.agreement >= 0.7
+    assert any("races" in n and "wake order" in n for n in rep.notes)
+    race = rep.expiring_cpu_race.disagreements
+    assert {"holders_trace", "holders_sim", "jaccard"} <= set(race.columns)
 
 
 def test_validate_with_the_traces_tick_decisions(traces):
@@ -201,13 +225,13 @@ def test_the_kernel_keeps_the_tick_until_its_first_tick_after_a_task(traces):
     """The fact behind Config(rcu_needs_cpu=True), in every trace (6.1, 6.12
     and 6.18): an idle entry before the CPU's first tick since a task ran
     keeps the tick (measured 2996/2996, 3063/3065, 3888/3894, 924/924,
-    3383/3384). This
+    3383/3384; the idle trace 207/207). This
     checks the traces (and this reading of them), not the engine; the
     engine's side is test_validate_with_every_tick_simulated and the C++
     Engine.RcuKeepsTheTickUntilTheNextTickAfterATask."""
     for name, tr in traces.items():
         kept, decided = _tick_kept_after_a_task(tr)
-        assert decided > 500, name
+        assert decided > 150, name
         assert kept >= 0.995 * decided, (name, kept, decided)
 
 

@@ -206,6 +206,7 @@ SimConfig config_of(const py::dict& d) {
   c.first_timer_by_bucket = get<bool>(d, "first_timer_by_bucket");
   c.jiffies_stall_check = get<bool>(d, "jiffies_stall_check");
   c.rcu_needs_cpu = get<bool>(d, "rcu_needs_cpu");
+  if (d.contains("fair_server_defer_ns")) c.fair_server_defer_ns = get<std::int64_t>(d, "fair_server_defer_ns");
   c.start_ns = get<std::int64_t>(d, "start_ns");
   c.duration_ns = get<std::int64_t>(d, "duration_ns");
   c.seed = get<std::uint64_t>(d, "seed");

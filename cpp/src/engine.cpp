@@ -21,6 +21,7 @@ void SimConfig::validate() const {
   if (start_ns < 0) bad("start_ns must be >= 0, got " + std::to_string(start_ns));
   if (duration_ns > (std::int64_t{1} << 62) - start_ns) bad("duration_ns is too long");
   if (ipi_latency_ns < 0) bad("ipi_latency_ns must be >= 0");
+  if (fair_server_defer_ns < 0) bad("fair_server_defer_ns must be >= 0");
   wake_latency.validate(topology.nr_cpus);
   if (deferrable != DeferrablePolicy::legacy && !pull_model) {
     bad("deferrable policies other than 'legacy' need the pull model (a timer migration hierarchy)");
@@ -89,7 +90,7 @@ std::int64_t Engine::next_time(unsigned cpu) const {
   const CpuState& cs = cpus_[cpu];
   // While paying its exit latency a CPU runs no code: everything waits.
   if (cs.act == Activity::exiting) return cs.exit_done;
-  std::int64_t t = std::min(cs.ipi_at, cs.irq_end);
+  std::int64_t t = std::min({cs.ipi_at, cs.irq_end, cs.fair_server_at});
   t = std::min(t, clock_at(cs));
   if (!cs.work.empty()) t = std::min(t, cs.work.top().t);
   return t;
@@ -185,6 +186,14 @@ void Engine::step(unsigned cpu) {
       cs.next_tick = next_tick_after(now_) + cs.tick_delay_ns;  // on the grid, even after an exit latency
     }
     tick(cpu);
+  } else if (cs.fair_server_at <= now_) {
+    cs.fair_server_at = INT64_MAX;
+    // dl_task_timer: the server has no fair task to run, but the idle task is
+    // told to reschedule (a running task is not disturbed).
+    if (cs.act == Activity::irq && cs.in_idle_loop) {
+      cs.need_resched = true;
+      cs.irq_end = std::max(cs.irq_end, now_ + cfg_.workload.irq_ns);
+    }
   } else if (cs.irq_end <= now_) {
     cs.irq_end = INT64_MAX;
     irq_done(cpu);

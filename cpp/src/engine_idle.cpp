@@ -123,7 +123,11 @@ void Engine::tick_nohz_stop_tick(unsigned cpu, jiffies_t basej, std::uint64_t ba
     ++res_.cpus[cpu].tick_stops;
     if (cfg_.record_events) log_.add(SimEvent::tick_stop, {1});
   }
-  cs.wakeup = expires >= KTIME_MAX ? INT64_MAX : static_cast<std::int64_t>(expires);
+  const std::int64_t wakeup = expires >= KTIME_MAX ? INT64_MAX : static_cast<std::int64_t>(expires);
+  if (cfg_.record_events && wakeup != cs.wakeup && wakeup != INT64_MAX) {
+    log_.add(SimEvent::hrtimer_start, {std::uint64_t{cpu} + 1, static_cast<std::uint64_t>(wakeup)});
+  }
+  cs.wakeup = wakeup;
 }
 
 void Engine::enter_state(unsigned cpu, int idx) {

@@ -73,6 +73,7 @@ struct CpuState {
   std::int64_t timer_expires = 0;        // tick_nohz_next_event's result
   std::int64_t irq_end = INT64_MAX;
   std::int64_t ipi_at = INT64_MAX;
+  std::int64_t fair_server_at = INT64_MAX;  // the fair server's dl_task_timer (SimConfig)
   std::int64_t since = 0;                // start of the current activity
   int running = -1;                      // task
   std::vector<int> runq;                 // runnable tasks, FIFO

@@ -22,7 +22,7 @@
 //   idle_start      —                               enters the idle loop
 //   external_irq    wakes it (device)               stays awake duration_ns
 //   idle_exit       wakes it (device), then leaves  leaves the idle loop
-//                   the idle loop and re-enters it  (if in it), re-enters it
+//                   the idle loop and re-enters it  (if in it) and re-enters it
 //   tick_policy     applies from the next pass of the idle loop
 //   tick_delay      from the next tick on, this CPU's periodic tick comes
 //                   duration_ns after the tick grid (a traced tick's lateness)
@@ -363,13 +363,15 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       if (do_timer_cpu_ >= 0) update_jiffies();
       break;
     case ScriptOp::external_irq:
-    case ScriptOp::idle_exit:
       interrupt(cpu);
-      if (cs.act == Activity::irq) {
-        cs.irq_end = std::max(cs.irq_end, now_ + it.duration_ns);
-        // need_resched with nothing to run: do_idle leaves its loop (irq_done).
-        if (it.op == ScriptOp::idle_exit) cs.need_resched = true;
-      }
+      if (cs.act == Activity::irq) cs.irq_end = std::max(cs.irq_end, now_ + it.duration_ns);
+      break;
+    case ScriptOp::idle_exit:
+      // need_resched with nothing to run: do_idle leaves its loop when the
+      // interrupt ends (irq_done), and the hierarchy sees the CPU active at
+      // once, as in the trace; the time it then stays awake is not replayed.
+      interrupt(cpu);
+      if (cs.act == Activity::irq && cs.in_idle_loop) cs.need_resched = true;
       break;
   }
 }

@@ -226,6 +226,7 @@ void Engine::task_starts_running(unsigned cpu, int task) {
   account(cpu);
   cs.act = Activity::run;
   cs.running = task;
+  if (cfg_.fair_server_defer_ns) cs.fair_server_at = now_ + cfg_.fair_server_defer_ns;  // dl_server_start
   set_busy(cpu, true);
   // Woken before its timeout: schedule_timeout deletes its timer.
   if (ts.sleep_timer != kNoTimer && pool_[ts.sleep_timer].pending()) del_timer(cpu, ts.sleep_timer);

@@ -70,6 +70,7 @@ const std::vector<SimEventSpec>& sim_event_schema() {
          {"child_evt_expiry_ns", K::u64, 7},
          {"child_evtcpu", K::i64, 8}});
     set(SimEvent::tmigr_handle_remote, "tmigr_handle_remote", {{"group", K::ptr, 0}, {"lvl", K::i64, 1}});
+    set(SimEvent::hrtimer_start, "hrtimer_start", {{"hrtimer", K::ptr, 0}, {"expires_ns", K::u64, 1}});
     return s;
   }();
   return schema;

@@ -37,6 +37,11 @@ BEHAVIOURS = {
                            "timers: Keep the pinned timers separate from the others (6.9 series)"),
     "pull_model": ((6, 9), "timers are queued locally and idle CPUs' global timers are pulled by a migrator "
                            "(timer migration hierarchy)", "timers-core-2024-03-10, 7ee988770326"),
+    "fair_server": ((6, 12), "the fair server (a deferred SCHED_DEADLINE server, runtime 50 ms per 1 s): a task "
+                             "starting to run arms its CPU's dl_task_timer 950 ms ahead; firing on an idle CPU it "
+                             "ends the idle loop without a task (tick_nohz_idle_exit, tmigr_cpu_activate). "
+                             "Simulations only: a replay's trace has its own (idle_exit items)",
+                    "sched/deadline: Deferrable dl server; sched/fair: Fair server interface (v6.12)"),
     "numa_tree_fix": ((6, 18), "hierarchy groups below the crossnode level hold one NUMA node only",
                       "5eb579dfd46b timers/migration: Fix imbalanced NUMA trees (Oct 2025)"),
     "teo_tick_intercepts_fix": ((6, 19), "teo counts tick intercepts below the tick length (teo_update)",

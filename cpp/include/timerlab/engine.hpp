@@ -118,6 +118,13 @@ struct SimConfig {
   // idle entry keeps the tick until the CPU's next tick has run (nohz.hpp).
   // Off: only timers decide.
   bool rcu_needs_cpu = true;
+  // 6.12+: the fair server (kernel/sched/deadline.c, dl_server). A task
+  // starting to run arms its CPU's dl_task_timer at the zero-laxity point of
+  // the deferred server (period 1 s - runtime 50 ms); firing on a CPU in its
+  // idle loop it sets need-resched with no task to run, so the CPU leaves
+  // the loop (tick_nohz_idle_exit, tmigr_cpu_activate) and idles afresh.
+  // 0: no fair server (before 6.12, or a replay, whose trace has its own).
+  std::int64_t fair_server_defer_ns = 0;
   std::int64_t duration_ns = 1'000'000'000;
   std::uint64_t seed = 1;
   std::int64_t ipi_latency_ns = 1000;

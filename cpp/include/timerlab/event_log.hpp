@@ -52,6 +52,7 @@ enum class SimEvent : std::uint16_t {
   tmigr_update_events,
   tmigr_handle_remote,
   tmigr_handle_remote_cpu,
+  hrtimer_start,  // the stopped tick's programmed wakeup (the only hrtimer simulated)
   count_
 };
 

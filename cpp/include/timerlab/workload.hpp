@@ -119,7 +119,8 @@ struct LoopSpec {
 //   idle_exit     an interrupt that sets need-resched with no task to run
 //                 (6.12's fair-server timer): the CPU leaves the idle loop —
 //                 tick_nohz_idle_exit, tmigr_cpu_activate — and enters it
-//                 afresh, staying awake duration_ns
+//                 afresh (duration_ns, its stay awake in the trace, is kept
+//                 for the record but not replayed)
 //   tick_policy   from now on, the CPU's idle loop keeps the tick (flags=1),
 //                 stops it (2) or lets the governor decide (0): imposes the
 //                 trace's tick decisions, to study the rest in isolation

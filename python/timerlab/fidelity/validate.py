@@ -12,6 +12,7 @@ import pandas as pd
 from ..replay import OP_ARM, VALIDATE_EVENTS, Script, require_events, script_of, to_config
 from ..replay.arms import PLACE_NAMES
 from ..trace.events import CPU_IDLE_EXIT, column
+from .races import race_columns
 from .report import FidelityItem, FidelityReport
 from .wheel import base_of_flags, wheel_replay
 
@@ -69,7 +70,11 @@ def validate(trace, **overrides) -> FidelityReport:
     * ``expiring_cpu`` — the CPU that ran each global timer's expiry, matched
       by timer pointer and arm ordinal (the n-th timer_start of a pointer in
       the trace is the n-th arm of its key in the simulation; timers armed
-      before the trace are left out);
+      before the trace are left out); with the hierarchy (6.9+) also split
+      (races.py): ``expiring_cpu_single`` the exact CPU where the kernel had a
+      single eligible CPU, ``expiring_cpu_race`` whether the simulated CPU was
+      one of the kernel's duty holders in a race, ``duty_overlap`` the mean
+      Jaccard overlap of the holder sets;
     * ``idle_entries`` and ``tick_stops`` — per CPU, the agreement being
       1 - sum |sim - trace| / sum trace over CPUs that log cpu_idle;
     * ``tmigr`` — migrator hand-overs of each level-0 group of the hierarchy
@@ -137,6 +142,9 @@ def validate(trace, **overrides) -> FidelityReport:
         "expiring_cpu", float(x["agrees"].mean()) if len(x) else None, len(x), int(x["agrees"].sum()),
         x[~x["agrees"]],
         f"global timers; {unknown} expiries of timers armed before the trace left out"))
+    if cfg.placement == "pull" and len(x):
+        x = race_columns(x, trace, script, res)
+        items += _race_items(x, notes)
     entries, stops = _idle_counts(ev)
     # The simulation's idle period in progress at the start (its entry and
     # tick stop happened before the trace, which cannot show them) is not counted.
@@ -180,6 +188,30 @@ def validate(trace, **overrides) -> FidelityReport:
                      "a driver whose only state used is 1 looks the same: pass idle_states= and governor=)")
     items.append(_handovers(trace, res, cfg.start_ns + script.clock_offset_ns))
     return FidelityReport(trace.path, cfg, items, per_cpu, x, res, notes)
+
+
+def _race_items(x, notes) -> list:
+    """The expiring CPU split by what the kernel had to choose from (races.py):
+    exact where a single CPU was eligible, membership and holder-set overlap
+    for races."""
+    single, race = x[~x["race"]], x[x["race"]]
+    items = [FidelityItem("expiring_cpu_single", float(single["agrees"].mean()) if len(single) else None,
+                          len(single), int(single["agrees"].sum()), single[~single["agrees"]],
+                          "global timers the kernel had a single eligible CPU for (an active one, or one idle "
+                          "duty holder): the exact CPU"),
+             FidelityItem("expiring_cpu_race", float(race["in_holders"].mean()) if len(race) else None,
+                          len(race), int(race["in_holders"].sum()), race[~race["in_holders"]],
+                          "races (2+ idle CPUs programmed for the event): the simulated CPU is one of the "
+                          "kernel's duty holders"),
+             FidelityItem("duty_overlap", float(race["jaccard"].mean()) if len(race) else None, len(race),
+                          int((race["jaccard"] >= 0.8).sum()), race[race["jaccard"] < 0.8],
+                          "races: mean Jaccard overlap of the duty-holder sets, trace vs simulation")]
+    if len(race):
+        notes.append(f"{len(race)} of {len(x)} global timers were races: {race['holders_trace'].map(len).median():.0f} "
+                     "idle CPUs (median) had programmed their stopped tick for the same event, and whichever wakeup "
+                     "arrives first takes it — the platform's wake order, not the model; the exact CPU agrees on "
+                     f"{int(race['agrees'].sum())} of them (replayed with each traced wakeup's lateness)")
+    return items
 
 
 def _placement(script: Script, res) -> FidelityItem:

@@ -85,11 +85,11 @@ the kernel (:mod:`timerlab.fidelity`: ``tl.validate(trace)`` replays the
 trace under the kernel's own policy and compares).
 """
 from .config import to_config
-from .ops import OP_ARM, OP_BUSY, OP_CANCEL, OP_DELAY, OP_DUTY, OP_IDLE, OP_IRQ, OP_NAMES, OP_TICK
+from .ops import OP_ARM, OP_BUSY, OP_CANCEL, OP_DELAY, OP_DUTY, OP_EXIT, OP_IDLE, OP_IRQ, OP_NAMES, OP_TICK
 from .script import (JIFFIES_MODES, REQUIRED_EVENTS, TICK_MODES, VALIDATE_EVENTS, Script, build_script,
                      require_events, script_of, to_workload)
 
 __all__ = ["Script", "build_script", "to_workload", "to_config", "script_of", "require_events", "REQUIRED_EVENTS",
            "VALIDATE_EVENTS", "JIFFIES_MODES", "TICK_MODES", "OP_ARM", "OP_BUSY", "OP_CANCEL", "OP_DELAY", "OP_DUTY",
-           "OP_IDLE", "OP_IRQ", "OP_NAMES", "OP_TICK"]
+           "OP_EXIT", "OP_IDLE", "OP_IRQ", "OP_NAMES", "OP_TICK"]
 

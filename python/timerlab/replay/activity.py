@@ -143,9 +143,10 @@ def device_interrupts(ev, cpus_with_idle, initial_busy):
         kind, t0, ln, left = p
         if task_runs and kind in ("task", "tick"):
             return
-        if kind == "tick" and not left:
+        if kind == "tick" and (task_runs or not left):
             return  # the tick: simulated
-        out.append((t0, c, max(0, t_end - t0), ln, OP_EXIT if left else OP_IRQ))
+        # Left the loop for a task: the busy_start that follows does it.
+        out.append((t0, c, max(0, t_end - t0), ln, OP_EXIT if left and not task_runs else OP_IRQ))
 
     for i, e in enumerate(event):
         c = cpu[i]

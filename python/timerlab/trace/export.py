@@ -164,11 +164,16 @@ _PAYLOADS: dict[str, tuple[str, list]] = {
                                       (" child_evt_expiry=", "child_evt_expiry_ns", _DEC),
                                       (" child_evtcpu=", "child_evtcpu", _DEC)]),
     "tmigr_handle_remote": ("..s1.", [("group=", "group", _PTR), (" lvl=", "lvl", _DEC)]),
+    # include/trace/events/timer.h: the stopped tick's programmed wakeup, as tick_nohz_stop_tick arms it
+    "hrtimer_start": ("d..2.", [("hrtimer=", "hrtimer", _PTR), (" function=tick_nohz_handler", None, None),
+                                (" expires=", "expires_ns", _DEC), (" softexpires=", "expires_ns", _DEC),
+                                (" mode=ABS|PINNED|HARD", None, None)]),
 }
 
 # The idle task's own events (the CPU is in its idle task from here on), and
 # those of its way out (the CPU runs something else after them).
-_INTO_IDLE = ["tmigr_group_set_cpu_inactive", "tmigr_cpu_idle", "tick_stop", "cpu_idle", "tmigr_cpu_new_timer_idle"]
+_INTO_IDLE = ["tmigr_group_set_cpu_inactive", "tmigr_cpu_idle", "tick_stop", "cpu_idle", "tmigr_cpu_new_timer_idle",
+              "hrtimer_start"]
 _OUT_OF_IDLE = ["tmigr_cpu_active", "tmigr_group_set_cpu_active"]
 
 _OPENERS = {".gz": "gzip", ".xz": "xz", ".bz2": "bzip2"}

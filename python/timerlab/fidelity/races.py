@@ -1,0 +1,118 @@
+"""Races for the timer-migration duty: which idle CPUs held it for a global
+timer's expiry, in the trace and in the simulation.
+
+When the whole hierarchy is idle, the last CPU to go idle and every CPU that
+tmigr_handle_remote re-armed program their stopped tick for the same group
+event, to the nanosecond. Whichever of them runs its timer softirq first
+takes the event; which one that is, is decided by how late each wakeup
+arrives (the platform's wake order, timerlab.wake_latency), not by the
+model. So an exact expiring CPU is a fair measure only where the kernel had
+a single eligible CPU — an active CPU (woken by anything but its stopped
+tick: its running tick, a task, an interrupt) or a lone duty holder — and
+for a race the fair measure is whether the simulated winner was one of the
+kernel's duty holders, and how far the two holder sets overlap.
+
+A CPU holds the duty for the event programmed at P if, at time P, the last
+wakeup its stopped tick was programmed for is P (hrtimer_start of the tick
+after a tick_stop) and it has not left the idle loop since. The same
+definition reads the trace and the simulation's event log (which logs
+hrtimer_start for the stopped tick's wakeup).
+
+Not here: the comparison of expiring CPUs itself (validate.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.events import TICK_FUNCTIONS, column
+
+
+def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
+    """One row per programming of a stopped tick's wakeup: cpu, from_ns (when
+    programmed), until_ns (the next programming of that CPU's tick, or its
+    leaving the idle loop), programmed_ns. Times are ``ts_ns - offset_ns``
+    (CLOCK_MONOTONIC for a trace with its clock offset)."""
+    sel = ev[ev["event"].isin(("hrtimer_start", "tick_stop", "sched_switch", "timer_base_idle", "cpu_idle"))]
+    event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
+    function, expires = column(sel, "function", None), column(sel, "expires_ns")
+    success, prev_pid, is_idle = column(sel, "success"), column(sel, "prev_pid"), column(sel, "is_idle")
+    stopped, open_, rows = set(), {}, []
+
+    def close(c, t):
+        p = open_.pop(c, None)
+        if p is not None:
+            rows.append((c, p[0], t, p[1]))
+
+    for i, e in enumerate(event):
+        c, t = cpu[i], ts[i] - offset_ns
+        if e == "tick_stop":
+            if success[i] != 0:
+                stopped.add(c)
+        elif e == "hrtimer_start":
+            # The simulation logs only the stopped tick's (no function); a trace every hrtimer's.
+            if function[i] is not None and str(function[i]) not in TICK_FUNCTIONS:
+                continue
+            close(c, t)
+            if c in stopped and expires[i] is not None:
+                open_[c] = (t, int(expires[i]))
+        elif (e == "sched_switch" and prev_pid[i] == 0) or (e == "timer_base_idle" and is_idle[i] == 0):
+            stopped.discard(c)
+            close(c, t)
+    end = int(ev["ts_ns"].max()) - offset_ns + 1 if len(ev) else 0
+    for c in list(open_):
+        close(c, end)
+    return pd.DataFrame(rows, columns=["cpu", "from_ns", "until_ns", "programmed_ns"])
+
+
+def holders(programs: pd.DataFrame, p_ns: int) -> frozenset:
+    """The CPUs whose stopped tick was programmed for ``p_ns`` at that time."""
+    m = (programs["programmed_ns"].to_numpy() == p_ns) & (programs["from_ns"].to_numpy() <= p_ns) \
+        & (programs["until_ns"].to_numpy() > p_ns)
+    return frozenset(programs["cpu"].to_numpy()[m].tolist())
+
+
+def winner_programs(programs: pd.DataFrame, cpus, times) -> list:
+    """For each (cpu, expiry time): the wakeup P its stopped tick was
+    programmed for, if that wakeup was due and still programmed when the CPU
+    ran the expiry (its timer softirq runs in the interrupt of that wakeup,
+    before the idle path reprograms the tick) — else None: the CPU was
+    active (woken otherwise, its tick running)."""
+    by_cpu = {c: g for c, g in programs.groupby("cpu")}
+    out = []
+    for c, t in zip(cpus, times):
+        g = by_cpu.get(c)
+        if g is None or t is None:
+            out.append(None)
+            continue
+        m = (g["from_ns"] < t) & (g["until_ns"] >= t) & (g["programmed_ns"] <= t)
+        out.append(int(g.loc[m, "programmed_ns"].iloc[-1]) if m.any() else None)
+    return out
+
+
+def race_columns(x: pd.DataFrame, trace, script, res) -> pd.DataFrame:
+    """``x`` (validate's expiring-CPU table) with the duty holders of each
+    expiry: holders_trace, holders_sim (frozensets; the winner alone where it
+    was active), race (the kernel had two or more holders), in_holders (the
+    simulated winner is one of the kernel's holders), jaccard."""
+    ev = trace.events
+    off = script.clock_offset_ns
+    tr_prog = stopped_programs(ev, off)
+    t_exp = ev.set_index("line").loc[x["line"].to_numpy(), "ts_ns"].to_numpy(np.int64) - off if len(x) else []
+    p_tr = winner_programs(tr_prog, x["cpu_trace"].tolist(), [int(t) for t in t_exp])
+    sim_ev = res.events
+    sim_prog = stopped_programs(sim_ev, 0)
+    cpu_sim = [None if pd.isna(c) else int(c) for c in x["cpu_sim"]]
+    t_sim = [None if s < 0 else int(s) for s in x["expired_ns_sim"].fillna(-1).astype(np.int64)]
+    p_sim = winner_programs(sim_prog, cpu_sim, t_sim)
+    h_tr = [holders(tr_prog, p) if p is not None else frozenset() for p in p_tr]
+    h_tr = [h if h else frozenset({int(c)}) for h, c in zip(h_tr, x["cpu_trace"])]
+    h_sim = [holders(sim_prog, p) if p is not None else frozenset() for p in p_sim]
+    h_sim = [h if h or c is None else frozenset({c}) for h, c in zip(h_sim, cpu_sim)]
+    out = x.copy()
+    out["holders_trace"] = h_tr
+    out["holders_sim"] = h_sim
+    out["race"] = [len(h) >= 2 for h in h_tr]
+    out["in_holders"] = [c is not None and c in h for c, h in zip(cpu_sim, h_tr)]
+    out["jaccard"] = [len(a & b) / len(a | b) if a | b else np.nan for a, b in zip(h_tr, h_sim)]
+    return out
