@@ -26,17 +26,32 @@ def replayed(request):
     return request.param, wheel_replay(tl.read_ftrace(request.param), hz=250)
 
 
+# What the replay cannot know: a base whose clock lagged before the trace began
+# (the idle trace's tcp_orphan_update on CPU 7's DEF base, idle since before
+# it): its first arm is explained, not replayed, and its expiry follows.
+UNKNOWN_BEFORE = "base state before the trace unknown"
+
+
+def _known(r):
+    """The placement rows and the expiries whose base the trace shows."""
+    p = r.placement
+    unknown = set(p.loc[p["explanation"].str.contains(UNKNOWN_BEFORE), "timer"])
+    assert len(unknown) <= 1
+    return p[~p["timer"].isin(unknown)], r.expiries[~r.expiries["timer"].isin(unknown)]
+
+
 def test_every_timer_start_is_replayed(replayed):
     path, r = replayed
-    assert len(r.placement) == count_lines(path, " timer_start: ") > 1000
-    bad = r.placement[~r.placement["agrees"]]
+    assert len(r.placement) == count_lines(path, " timer_start: ") > 150
+    p, _ = _known(r)
+    bad = p[~p["agrees"]]
     assert bad.empty, bad.to_string()
 
 
 def test_lagging_clocks_are_explained_by_the_replay(replayed):
     path, r = replayed
-    p = r.placement
-    assert not (p["explanation"] == "UNEXPLAINED").any()
+    assert not (r.placement["explanation"] == "UNEXPLAINED").any()
+    p, _ = _known(r)
     lag = p[p["explanation"] != "clk == jiffies"]
     # Each is reproduced by the replay (not merely inferred), from a clock
     # strictly behind jiffies that gives the kernel's bucket.
@@ -58,8 +73,8 @@ def test_every_placement_at_jiffies_is_exact(replayed):
 
 def test_expiries_collect_at_the_kernels_baseclk(replayed):
     path, r = replayed
-    x = r.expiries
-    assert len(x) == count_lines(path, " timer_expire_entry: ")
+    assert len(r.expiries) == count_lines(path, " timer_expire_entry: ")
+    _, x = _known(r)
     known = x[x["baseclk_replayed"].notna()]
     # Only timers armed before the trace began are unknown to the replay.
     assert len(known) >= 0.8 * len(x)

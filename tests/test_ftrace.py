@@ -56,7 +56,7 @@ def real(request):
 
 
 def test_there_are_real_traces():
-    assert len(TRACES) == 7
+    assert len(TRACES) == 9  # 6 recordings, 3 boot traces
 
 
 def test_event_counts_match_plain_splitting(real):

@@ -369,8 +369,9 @@ def test_timeline_migrator_agrees_with_remote_handling():
     tmigr_handle_remote is an independent witness: a CPU that is migrator up
     to level L walks up to level L + 1 (where it finds another migrator), or
     to the top. Sleepers only: CPUs all go idle and the role moves around."""
+    # Callbacks without duration: a walk is never split (remote_yield) and goes up in one piece.
     r = tl.simulate(tl.Config(cpus=16, nodes=2, duration_ns=100_000_000, record_events=True, seed=2,
-                              workload=tl.workloads.sleepers()))
+                              workload=tl.workloads.sleepers(), callback_ns=0))
     h = tl.hierarchy(topology=r.config.topology, kernel=r.config.kernel)
     top = h.levels - 1
     ax = tlplot.timeline(r, start_ns=0, end_ns=r.config.duration_ns).axes[0]

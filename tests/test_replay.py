@@ -137,7 +137,8 @@ def test_validate_16cpu_figures():
     rep = tl.validate(QEMU16)  # a path will do
     frame = rep.to_frame()
     assert list(frame.index) == ["wheel", "placement", "expiring_cpu", "expiring_cpu_single", "expiring_cpu_race",
-                                 "duty_overlap", "idle_entries", "tick_stops", "tmigr"]
+                                 "duty_overlap", "expiry_time", "deferrable_expiries", "idle_entries", "tick_stops",
+                                 "tmigr"]
     assert rep.placement.agreement == 1.0  # 6.12 queues locally; own-base re-arms stay on their base
     assert frame.loc["expiring_cpu", "compared"] > 400
     assert rep.expiring_cpu.agreement >= 0.97

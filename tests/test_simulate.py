@@ -57,8 +57,13 @@ def missed_timers(result: tl.Result) -> list:
     cfg = result.config
     tick = tick_nsec(cfg.hz)
     j0 = initial_jiffies(cfg.hz)
-    # The CPU that runs a timer may first have to leave its idle state.
+    # The CPU that runs a timer may first have to leave its idle state, its
+    # wakeup may come late (wake_latency), and the callbacks before it in
+    # the same softirq take their time (a generous 64 of them).
     exit_latency = int(cfg.idle_states.states["exit_latency_ns"].max())
+    wl = cfg.wake_latency
+    exit_latency += max([t[-1] for t in wl.stopped + wl.tick], default=0)
+    exit_latency += 64 * max(tl.Config.to_core(cfg)["callback_ns"], default=0)
     ev = result.events
     ev = ev[ev["event"].isin(["timer_start", "timer_cancel", "timer_expire_entry"])]
     if ev.empty:

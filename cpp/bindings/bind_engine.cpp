@@ -225,6 +225,7 @@ SimConfig config_of(const py::dict& d) {
   c.latency_req_ns = get<std::int64_t>(d, "latency_req_ns");
   c.teo_tick_intercepts_fixed = get<bool>(d, "teo_tick_intercepts_fixed");
   c.overhead = overhead_of(get<py::dict>(d, "overhead"));
+  if (d.contains("callback_ns")) c.callback_ns = get<std::vector<std::int64_t>>(d, "callback_ns");
   const auto wd = get<py::dict>(d, "workload");
   c.workload = workload_of(wd);
   // A replayed trace brings its own jiffies (timerlab.replay).
@@ -318,6 +319,7 @@ py::dict result_dict(SimResult&& r) {
   std::vector<std::uint64_t> expires(n), bucket(n);
   std::vector<std::uint8_t> outcome(n);
   std::vector<std::int32_t> exit_latency(n);
+  std::vector<std::int64_t> callback(n);
   for (std::size_t i = 0; i < n; ++i) {
     const TimerRow& t = r.timers[i];
     timer[i] = t.timer;
@@ -332,6 +334,7 @@ py::dict result_dict(SimResult&& r) {
     bucket[i] = t.bucket_expiry_jiffies;
     outcome[i] = static_cast<std::uint8_t>(t.outcome);
     exit_latency[i] = t.exit_latency_ns;
+    callback[i] = t.callback_ns;
   }
   r.timers = {};
   py::dict timers;
@@ -347,6 +350,7 @@ py::dict result_dict(SimResult&& r) {
   timers["end_ns"] = to_numpy(std::move(end_ns));
   timers["cpu_expired"] = to_numpy(std::move(cpu_expired));
   timers["exit_latency_ns"] = to_numpy(std::move(exit_latency));
+  timers["callback_ns"] = to_numpy(std::move(callback));
   py::dict out;
   out["per_cpu"] = per_cpu;
   out["residency"] = usage_dict(r.usage);

@@ -20,6 +20,11 @@ void SimConfig::validate() const {
   if (duration_ns <= 0) bad("duration_ns must be positive, got " + std::to_string(duration_ns));
   if (start_ns < 0) bad("start_ns must be >= 0, got " + std::to_string(start_ns));
   if (duration_ns > (std::int64_t{1} << 62) - start_ns) bad("duration_ns is too long");
+  for (std::size_t f = 0; f < callback_ns.size(); ++f) {
+    if (callback_ns[f] < 0 || callback_ns[f] > 1'000'000'000) {
+      bad("callback_ns of function " + std::to_string(f) + " must be in [0, 1 s]");
+    }
+  }
   if (ipi_latency_ns < 0) bad("ipi_latency_ns must be >= 0");
   if (fair_server_defer_ns < 0) bad("fair_server_defer_ns must be >= 0");
   wake_latency.validate(topology.nr_cpus);
@@ -153,7 +158,10 @@ SimResult Engine::run() {
   }
   res_.end_ns = end_ns_;
   res_.pending_at_end = pending_;
-  if (cfg_.record_events) res_.events = log_.take();
+  if (cfg_.record_events) {
+    log_.sort_by_time();
+    res_.events = log_.take();
+  }
   return std::move(res_);
 }
 
@@ -258,15 +266,43 @@ void Engine::jiffies_stall_check(unsigned cpu) {
 void Engine::run_timer_softirq(unsigned cpu) {
   ++res_.cpus[cpu].softirqs;
   TimerCpu& tc = cpu_timers_[cpu];
+  // A softirq does not run twice at once: this one starts after the last.
+  softirq_ns_ = std::max<std::int64_t>(0, cpus_[cpu].softirq_end - now_);
+  // The owner's own bases first (its global one too), then the remote ones.
   run_base(tc.base(BASE_LOCAL));
   if (cfg_.pull_model) run_base(tc.base(BASE_GLOBAL));
   run_base(tc.base(BASE_DEF));
   if (cfg_.pull_model) {
     run_base(tc.base(BASE_GDEF));  // empty unless global_nowake
-    set_context(cpu);
-    const unsigned handled = tmigr_->tmigr_handle_remote(cpu, basem_of(jiffies()), *this);
-    res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.remote_cpu_ns * handled;
+    handle_remote(cpu);
   }
+  softirq_done(cpu);
+}
+
+void Engine::handle_remote(unsigned cpu) {
+  log_.set_context(now_ + softirq_ns_, cpu);
+  const unsigned handled = tmigr_->tmigr_handle_remote(cpu, basem_of(jiffies()), *this);
+  res_.cpus[cpu].timer_overhead_ns += cfg_.overhead.remote_cpu_ns * handled;
+}
+
+void Engine::softirq_done(unsigned cpu) {
+  // An awake idle CPU stays in its interrupt until the callbacks are done.
+  CpuState& cs = cpus_[cpu];
+  cs.softirq_end = now_ + softirq_ns_;
+  if (softirq_ns_ > 0 && cs.act == Activity::irq) {
+    // (No interrupt end yet: a continuation from irq_done.)
+    cs.irq_end = cs.irq_end == INT64_MAX ? now_ + softirq_ns_ : std::max(cs.irq_end, now_ + softirq_ns_);
+  }
+  set_context(cpu);
+}
+
+bool Engine::remote_yield() {
+  // Only an idle CPU woken for the duty lets go (a busy migrator's softirq
+  // interrupts its task; it takes them all): others may wake meanwhile.
+  CpuState& cs = cpus_[cur_];
+  if (softirq_ns_ == 0 || cs.act != Activity::irq) return false;
+  cs.remote_more = true;
+  return true;
 }
 
 void Engine::run_base(TimerBase& base) {
@@ -306,20 +342,29 @@ void Engine::expire_timer(TimerBase& base, TimerId t, jiffies_t baseclk) {
     ++res_.cpus[cur_].remote_expiries_done;
   }
   res_.cpus[cur_].timer_overhead_ns += cfg_.overhead.expire_ns;
+  // The callback starts when the softirq's earlier ones are done.
+  const std::int64_t at = now_ + softirq_ns_;
+  const std::int64_t took = info.callback_ns >= 0 ? info.callback_ns
+                            : info.function < cfg_.callback_ns.size() ? cfg_.callback_ns[info.function]
+                                                                       : 0;
   if (info.row >= 0) {
     TimerRow& row = res_.timers[static_cast<std::size_t>(info.row)];
     row.outcome = TimerOutcome::expired;
-    row.end_ns = now_;
+    row.end_ns = at;
+    row.callback_ns = took;
     row.cpu_expired = static_cast<std::int32_t>(cur_);
     row.exit_latency_ns = static_cast<std::int32_t>(cpus_[cur_].wake_exit_latency);
     info.row = -1;
   }
   const std::uint64_t ptr = std::uint64_t{t} + 1;
+  log_.set_context(at, cur_);
   if (cfg_.record_events) {
     log_.add(SimEvent::timer_cancel, {ptr});
     log_.add(SimEvent::timer_expire_entry, {ptr, info.function, jiffies(), baseclk});
   }
   timer_callback(t);
+  softirq_ns_ += took;
+  log_.set_context(at + took, cur_);
   if (cfg_.record_events) log_.add(SimEvent::timer_expire_exit, {ptr});
   if (!pool_[t].pending() && (info.kind == TimerKind::timeout || info.kind == TimerKind::remote)) release_timer(t);
 }
@@ -416,7 +461,8 @@ void Engine::send_ipi(unsigned to) {
   ++res_.cpus[cur_].ipis_sent;
   if (cfg_.record_events) log_.add(SimEvent::ipi_send_cpu, {to});
   CpuState& cs = cpus_[to];
-  cs.ipi_at = std::min(cs.ipi_at, now_ + cfg_.ipi_latency_ns);
+  // Sent from where the sender is (a callback late in its softirq sends late).
+  cs.ipi_at = std::min(cs.ipi_at, log_.ts_ns() + cfg_.ipi_latency_ns);
   touch(to);
 }
 

@@ -253,6 +253,14 @@ void Engine::resolve_cause(unsigned cpu) {
 void Engine::irq_done(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
   set_context(cpu);
+  if (cs.remote_more) {
+    // Back to the hierarchy for the events left (remote_yield), in a softirq of its own.
+    cs.remote_more = false;
+    softirq_ns_ = std::max<std::int64_t>(0, cs.softirq_end - now_);
+    handle_remote(cpu);
+    softirq_done(cpu);
+    if (cs.irq_end != INT64_MAX) return;  // it took time: done at its end
+  }
   resolve_cause(cpu);
   cs.wake_exit_latency = 0;
   if (!cs.need_resched) {

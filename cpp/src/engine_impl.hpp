@@ -55,6 +55,8 @@ struct CpuState {
   std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
+  bool remote_more = false;    // let go of the hierarchy mid-way (remote_yield): back at irq end
+  std::int64_t softirq_end = 0;  // when its last timer softirq's callbacks are done
   bool in_idle_loop = false;
   bool rcu_pending = false;    // rcu_needs_cpu: a task ran since this CPU's last tick
   std::uint8_t stalled_jiffies = 0;  // jiffies_duty: own ticks that saw jiffies unchanged
@@ -107,6 +109,7 @@ struct TimerInfo {
   std::uint16_t function = 0;
   std::uint32_t owner = 0;  // task, periodic index or remote spec
   std::int64_t row = -1;
+  std::int64_t callback_ns = -1;  // a replay's traced duration of this instance's callback (-1: the function's)
 };
 
 class Engine final : public TmigrHost, public HardGlobalEvents {
@@ -132,6 +135,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   void timer_expire_remote(unsigned cpu) override;
   std::uint64_t fetch_next_global_remote(unsigned cpu) override;
   std::uint64_t first_hard_global(jiffies_t basej, std::uint64_t basem) override;
+  bool remote_yield() override;
 
  private:
   // engine.cpp
@@ -148,6 +152,8 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   void tick(unsigned cpu);
   void jiffies_stall_check(unsigned cpu);  // tick_sched_do_timer's, 5.18+
   void run_timer_softirq(unsigned cpu);
+  void handle_remote(unsigned cpu);
+  void softirq_done(unsigned cpu);
   void run_base(TimerBase& base);
   void expire_timer(TimerBase& base, TimerId t, jiffies_t baseclk);
   void arm(unsigned cpu, TimerId t, jiffies_t expires, unsigned options);
@@ -238,6 +244,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   int do_timer_cpu_ = -1;      // jiffies_duty: tick_do_timer_cpu (-1: none)
   unsigned cur_ = 0;
   bool in_mod_timer_ = false;
+  std::int64_t softirq_ns_ = 0;  // time the current timer softirq has taken so far (callbacks)
   // A replayed re-arm from the timer's own callback: __mod_timer keeps the
   // timer on its base, as it does while the callback runs there.
   bool keep_base_ = false;

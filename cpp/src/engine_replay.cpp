@@ -96,6 +96,7 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
         if (it.place > ArmPlace::own_base) bad(i, "unknown place " + std::to_string(static_cast<int>(it.place)));
         if (it.flags & ~TIMER_INIT_FLAGS) bad(i, "flags may hold only pinned, deferrable and irqsafe");
         if (it.function >= nr_functions) bad(i, "unknown function code " + std::to_string(it.function));
+        if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000) bad(i, "callback duration must be in [0, 1 s]");
         [[fallthrough]];
       case ScriptOp::cancel:
         if (it.key >= nr_keys) bad(i, "timer key " + std::to_string(it.key) + " >= nr_keys " + std::to_string(nr_keys));
@@ -232,7 +233,7 @@ void Engine::script_timer_fired(std::uint32_t key) {
     // try_to_wake_up: the task runs on its CPU; an idle remote CPU is sent
     // a reschedule IPI and runs it once that arrives.
     CpuState& cs = cpus_[c];
-    std::int64_t t = now_;
+    std::int64_t t = log_.ts_ns();  // when the callback ran (later in a long softirq)
     if (c != cur_ && cs.act == Activity::idle) {
       send_ipi(c);
       t += cfg_.ipi_latency_ns;
@@ -288,6 +289,7 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       if (!script_waiters_[it.key].empty()) script_timer_fired(it.key);
       script_fired_[it.key] = 0;  // a new sleep, if a task sleeps on it
       info_[t].function = it.function;
+      info_[t].callback_ns = it.duration_ns;  // the traced duration of this instance's callback
       if (pool_[t].pending()) del_timer(cpu, t);  // the trace had it not pending: enqueue as it did
       pool_[t].flags = (pool_[t].flags & ~TIMER_INIT_FLAGS) | it.flags;
       // A task's run moved by its wakeup keeps its timeouts: schedule_timeout(1)

@@ -323,6 +323,11 @@ bool Tmigr::tmigr_handle_remote_up(int group, Walk& data, TmigrHost& host, unsig
     const int owner = tmigr_next_expired_groupevt(group, data.now);
     if (owner == kNoEvent) break;
     if (tmigr_handle_remote_cpu(event_of(owner).cpu, data.now, host)) ++handled;
+    if (host.remote_yield()) {
+      // Back later for the rest: the CPU keeps the duty for the expired event.
+      data.firstexp = groups_[static_cast<unsigned>(group)].next_expiry;
+      return true;
+    }
   }
   data.firstexp = groups_[static_cast<unsigned>(group)].next_expiry;
   return false;

@@ -7,6 +7,7 @@ naming the option and what is allowed. A Config is immutable:
 from __future__ import annotations
 
 from ._checks import check_choice, check_hz, check_int
+from .callbacks import check_callback_ns, per_function
 from .kernel import kernel_has, parse_kernel
 from .idle_states import IdleStates, preset as idle_preset, table as idle_table
 from .topology import LAYOUTS, Topology
@@ -31,6 +32,7 @@ _DEFAULTS = dict(
     duration_ns=1_000_000_000, seed=1, start_ns=0, ipi_latency_ns=1000, irq_ns=2000, record_events=False,
     record_timers=True, check_invariants=False, idle_states="skx", governor="menu", busy_power_mw=None,
     latency_req_ns=None, record_idle=True, overhead=None, rcu_needs_cpu=True, wake_latency="bare_metal",
+    callback_ns=None,
 )
 
 
@@ -79,7 +81,9 @@ class Config:
     idle CPU: "bare_metal" (default, a few µs), "vm" (a qemu/KVM guest),
     "none" (on time: equal times go to the lowest CPU), or a
     :class:`~timerlab.WakeLatency`, e.g. ``tl.wake_latency_of(trace)``; see
-    timerlab.wake_latency). ``record_events`` keeps a tracepoint log,
+    timerlab.wake_latency), ``callback_ns`` (how long timer callbacks run:
+    None — 2 µs each —, a number of ns, or {function: ns}; a replay's timers
+    run as long as traced; see timerlab.callbacks). ``record_events`` keeps a tracepoint log,
     ``record_timers`` one row per armed timer; ``check_invariants`` checks
     the models' invariants after every step (slow, for tests).
     """
@@ -87,7 +91,7 @@ class Config:
     __slots__ = ("_args", "topology", "hz", "placement", "remote_wakeup", "deferrable", "kernel", "workload",
                  "duration_ns", "seed", "start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers",
                  "check_invariants", "idle_states", "governor", "latency_req_ns", "record_idle", "overhead",
-                 "rcu_needs_cpu", "wake_latency")
+                 "rcu_needs_cpu", "wake_latency", "callback_ns")
 
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(_DEFAULTS))
@@ -127,6 +131,7 @@ class Config:
         latency = args["latency_req_ns"]
         set_("latency_req_ns", None if latency is None else check_int("latency_req_ns", latency, minimum=0))
         set_("overhead", _overhead(args["overhead"]))
+        set_("callback_ns", check_callback_ns(args["callback_ns"]))
         for flag in ("record_events", "record_timers", "check_invariants", "record_idle", "rcu_needs_cpu"):
             if not isinstance(args[flag], bool):
                 raise TypeError(f"{flag} must be True or False, got {args[flag]!r}")
@@ -161,6 +166,7 @@ class Config:
     def to_core(self) -> dict:
         """The dict _core.simulate takes."""
         t = self.topology
+        workload = self.workload.to_core(self.topology, self.irq_ns)
         return {
             "cpus": t.cpus, "nodes": t.nodes, "node_of_cpu": list(t.node_of_cpu), "smt": t.smt,
             "llc_size": t.llc_size, "bringup_order": list(t.bringup_order), "hz": self.hz,
@@ -182,7 +188,8 @@ class Config:
             "latency_req_ns": (1 << 63) - 1 if self.latency_req_ns is None else self.latency_req_ns,
             "teo_tick_intercepts_fixed": kernel_has(self.kernel, "teo_tick_intercepts_fix"),
             "overhead": dict(self.overhead),
-            "workload": self.workload.to_core(self.topology, self.irq_ns),
+            "workload": workload,
+            "callback_ns": per_function(self.callback_ns, workload["function_names"]),
         }
 
     def as_dict(self) -> dict:
@@ -204,7 +211,7 @@ class Config:
                  f"idle_states={self.idle_states.name!r}", f"governor={self.governor!r}",
                  f"duration_ns={self.duration_ns:_}", f"seed={self.seed}", f"workload={self.workload!r}"]
         for k in ("start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers", "check_invariants",
-                  "record_idle", "latency_req_ns", "rcu_needs_cpu"):
+                  "record_idle", "latency_req_ns", "rcu_needs_cpu", "callback_ns"):
             if getattr(self, k) != _DEFAULTS[k]:
                 shown.append(f"{k}={getattr(self, k)!r}")
         if self.wake_latency.name != _DEFAULTS["wake_latency"]:

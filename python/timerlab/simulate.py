@@ -39,7 +39,9 @@ class Result:
     (bucket expiry - requested expiry), ``tick_alignment_ns`` (waiting for
     the CPU's tick or wakeup), ``exit_latency_ns`` (the CPU had to leave an
     idle state first) and ``remote_delay_ns`` (waiting for a remote
-    migrator, for timers expired on another CPU).
+    migrator, for timers expired on another CPU); ``callback_ns``: how long
+    its callback ran (the CPU's softirq ran the callbacks one after another:
+    ``expired_ns`` is when this one started).
     ``residency``: one row per (cpu, state), as idlestat shows.
     ``idle_periods``: one row per idle period (``record_idle=True``) with the
     state, what the governor predicted, what ended it (``cause``) and the
@@ -158,6 +160,7 @@ def _timers(cfg: Config, cols: dict, function_names, core_workload: dict) -> pd.
         "tick_alignment_ns": pd.arrays.IntegerArray(after_bucket - remote_ns, ~expired),
         "exit_latency_ns": pd.arrays.IntegerArray(exit_ns, ~expired),
         "remote_delay_ns": pd.arrays.IntegerArray(remote_ns, ~expired),
+        "callback_ns": pd.arrays.IntegerArray(cols["callback_ns"].astype(np.int64), ~expired),
     }, index=pd.RangeIndex(n))
 
 

@@ -139,6 +139,12 @@ struct SimConfig {
   std::int64_t latency_req_ns = INT64_MAX;
   bool teo_tick_intercepts_fixed = true;
   OverheadModel overhead;
+  // How long each callback runs, per function code (missing: no time): a
+  // CPU's timer softirq takes the sum, later expiries of that softirq start
+  // later, and remote handling lets go of the hierarchy after each remote
+  // CPU whose timers took time, so that CPUs waking meanwhile share one
+  // jiffy's events (tmigr_handle_remote_up takes one event per lock hold).
+  std::vector<std::int64_t> callback_ns;
   WorkloadSpec workload;
 
   void validate() const;  // throws std::invalid_argument naming the option
@@ -182,6 +188,7 @@ struct TimerRow {
   jiffies_t expires_jiffies, bucket_expiry_jiffies;
   std::int32_t exit_latency_ns;  // paid by the CPU that ran it, if it woke from idle to do so
   TimerOutcome outcome;
+  std::int64_t callback_ns = 0;  // how long its callback ran (expired timers)
 };
 
 // The idle periods of a run, one row per period of one CPU from entry to the

@@ -21,6 +21,7 @@
 //   * Strings (callback names) are codes into a table the engine owns.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -104,6 +105,13 @@ class EventLog {
   void patch(std::size_t row, unsigned slot, std::uint64_t value) { rows_[row].v[slot] = value; }
   const std::vector<EventRow>& rows() const { return rows_; }
   std::vector<EventRow> take() { return std::move(rows_); }
+  // Rows in time order, same-time rows in the order logged: a softirq logs
+  // its later callbacks ahead of its CPU's clock (Engine::expire_timer), so
+  // other CPUs' rows may come in between.
+  void sort_by_time() {
+    auto earlier = [](const EventRow& a, const EventRow& b) { return a.ts_ns < b.ts_ns; };
+    if (!std::is_sorted(rows_.begin(), rows_.end(), earlier)) std::stable_sort(rows_.begin(), rows_.end(), earlier);
+  }
 
  private:
   std::vector<EventRow> rows_;

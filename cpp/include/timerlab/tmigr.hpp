@@ -126,6 +126,11 @@ class TmigrHost {
   // The first global event of an idle `cpu` after remote expiry, in ns
   // (fetch_next_timer_interrupt_remote's tevt.global), or KTIME_MAX.
   virtual std::uint64_t fetch_next_global_remote(unsigned cpu) = 0;
+  // After each remote CPU handled: whether the current CPU lets go of the
+  // hierarchy here (its callbacks took time; the group lock is dropped
+  // between events, so another CPU may take the next one meanwhile) and
+  // comes back later. Never: handle every expired event at once.
+  virtual bool remote_yield() { return false; }
 };
 
 class Tmigr;

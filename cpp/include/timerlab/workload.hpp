@@ -99,7 +99,8 @@ struct LoopSpec {
 //                 callback `function`, from `cpu`, as `place` says: the
 //                 policy's placement (mod_timer: push or pull, wakeups and the
 //                 deferrable policy apply), add_timer_on(`target_cpu`), or its
-//                 own base (re-armed by its callback, which runs there)
+//                 own base (re-armed by its callback, which runs there);
+//                 its callback, when it expires, runs duration_ns (as traced)
 //   cancel        timer_delete of timer `key`
 //   busy_start    the CPU starts running a task (leaves the idle loop);
 //                 flags kScriptWokenByTimer: the task was woken by the
@@ -159,7 +160,7 @@ struct ScriptItem {
                                   // tick_delay: kScriptStoppedTick
   std::uint16_t function = 0;     // arm
   std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace; jiffies_duty: the new holder
-  std::int64_t duration_ns = 0;   // external_irq, idle_exit, tick_delay
+  std::int64_t duration_ns = 0;   // external_irq, idle_exit, tick_delay; arm: its callback's
   ArmPlace place = ArmPlace::policy;  // arm
 };
 

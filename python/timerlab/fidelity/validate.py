@@ -26,7 +26,7 @@ def _expiring_cpu(trace, script: Script, res) -> tuple:
     tev = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
     event, cpu, timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
     expires, flags, function = column(tev, "expires_jiffies"), column(tev, "flags", ""), column(tev, "function", "")
-    base_cpu, line = column(tev, "base_cpu"), column(tev, "line")
+    base_cpu, line, ts = column(tev, "base_cpu"), column(tev, "line"), column(tev, "ts_ns")
     last, arms = {}, {}
     rows = []
     unknown = 0
@@ -40,9 +40,9 @@ def _expiring_cpu(trace, script: Script, res) -> tuple:
                 unknown += 1
                 continue
             if base_of_flags(s[1]) == "GLOBAL":
-                rows.append((line[i], timer[i], str(function[i]), int(s[0]), s[2], cpu[i], s[3]))
-    trace_x = pd.DataFrame(rows, columns=["line", "timer", "function", "expires_jiffies", "base_cpu", "cpu_trace",
-                                          "arm"])
+                rows.append((line[i], ts[i], timer[i], str(function[i]), int(s[0]), s[2], cpu[i], s[3]))
+    trace_x = pd.DataFrame(rows, columns=["line", "ts_ns", "timer", "function", "expires_jiffies", "base_cpu",
+                                          "cpu_trace", "arm"])
     t = res.timers
     t = t[t["timer"] < len(script.pointers)]
     sim = pd.DataFrame({"timer": script.pointers[t["timer"].to_numpy(np.int64)],
@@ -75,6 +75,10 @@ def validate(trace, **overrides) -> FidelityReport:
       single eligible CPU, ``expiring_cpu_race`` whether the simulated CPU was
       one of the kernel's duty holders in a race, ``duty_overlap`` the mean
       Jaccard overlap of the holder sets;
+    * ``expiry_time`` — the share of those global timers expired within
+      250 µs of the kernel's time (the median error in its note);
+    * ``deferrable_expiries`` — how many deferrable timers armed in the trace
+      expired, trace vs simulation;
     * ``idle_entries`` and ``tick_stops`` — per CPU, the agreement being
       1 - sum |sim - trace| / sum trace over CPUs that log cpu_idle;
     * ``tmigr`` — migrator hand-overs of each level-0 group of the hierarchy
@@ -145,6 +149,14 @@ def validate(trace, **overrides) -> FidelityReport:
     if cfg.placement == "pull" and len(x):
         x = race_columns(x, trace, script, res)
         items += _race_items(x, notes)
+    x["error_ns"] = (x["expired_ns_sim"] - (x["ts_ns"] - script.clock_offset_ns)).abs()
+    err = x["error_ns"].dropna()
+    items.append(FidelityItem(
+        "expiry_time", float((err <= 250_000).mean()) if len(err) else None, len(err), int((err <= 250_000).sum()),
+        x[~(x["error_ns"] <= 250_000).fillna(False).astype(bool)],
+        f"global timers: |simulated - traced expiry time| <= 250 µs; median error "
+        f"{err.median() / 1e3:.0f} µs" if len(err) else "global timers: none expired in both"))
+    items.append(_deferrable(trace, script, res))
     entries, stops = _idle_counts(ev)
     # The simulation's idle period in progress at the start (its entry and
     # tick stop happened before the trace, which cannot show them) is not counted.
@@ -212,6 +224,28 @@ def _race_items(x, notes) -> list:
                      "arrives first takes it — the platform's wake order, not the model; the exact CPU agrees on "
                      f"{int(race['agrees'].sum())} of them (replayed with each traced wakeup's lateness)")
     return items
+
+
+def _deferrable(trace, script: Script, res) -> FidelityItem:
+    """Expiries of deferrable timers armed in the trace: how many the kernel
+    ran and how many the simulation did (a deferrable timer runs only when
+    its CPU is awake for something else: the idle model decides)."""
+    ev = trace.events
+    sel = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
+    deferrable, n_trace = {}, 0
+    for e, t, f in zip(column(sel, "event"), column(sel, "timer"), column(sel, "flags", "")):
+        if e == "timer_start":
+            deferrable[t] = "D" in str(f or "").split("|")
+        elif deferrable.pop(t, False):
+            n_trace += 1
+    t = res.timers
+    t = t[(t["timer"] < len(script.pointers)) & (t["outcome"] == "expired")]
+    n_sim = int(t["flags"].astype(str).str.split("|").map(lambda f: "D" in f).sum())
+    agreement = max(0.0, 1 - abs(n_sim - n_trace) / n_trace) if n_trace else None
+    return FidelityItem("deferrable_expiries", agreement, n_trace, min(n_sim, n_trace),
+                        pd.DataFrame({"expiries_trace": [n_trace], "expiries_sim": [n_sim]}),
+                        f"deferrable timers armed in the trace that expired: {n_trace} in the trace, {n_sim} "
+                        "simulated; 1 - |sim - trace| / trace")
 
 
 def _placement(script: Script, res) -> FidelityItem:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..callbacks import instance_durations
 from ..kernel import kernel_has
 from ..trace.events import column, expiry_detaches
 from ..trace.features import record_hint
@@ -190,6 +191,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
 
     rows = []  # (ts, line, cpu, op, key, expires, flags, function, target, duration)
     flags_text = starts["flags"].astype(str).tolist()
+    # An arm's duration: how long its callback ran when it expired (else its function's median).
+    took, took_median = instance_durations(run)
     for ts, line, cpu, ptr, exp, fl, fn, base in zip(
             starts["ts_ns"].tolist(), starts["line"].tolist(), starts["cpu"].tolist(),
             starts["timer"].to_numpy(dtype=np.uint64).tolist(), starts["expires_jiffies"].to_numpy(np.uint64).tolist(),
@@ -197,7 +200,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             starts["base_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
         target = cpu if base < 0 or base >= nr_cpus else base
         rows.append((ts, line, cpu, OP_ARM, key_of[ptr], exp, parse_timer_flags(fl) & _TIMER_FLAG_BITS, fcode[fn],
-                     target, 0))
+                     target, took.get(line, took_median.get(fn, 0))))
     tev = run[run["event"].isin(("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"))]
     t_event, t_cpu, t_timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
     detaches = expiry_detaches(t_event, t_cpu, t_timer)
