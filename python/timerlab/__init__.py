@@ -9,7 +9,7 @@ from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_consta
 from .trace import Trace, TraceFormatError, read_ftrace
 from .topology import Topology
 from .hierarchy import Hierarchy, hierarchy
-from . import config_file, dist, idle_states, plot, workloads
+from . import callbacks, config_file, dist, idle_states, plot, workloads
 from .config import Config
 from .wake_latency import WakeLatency, wake_latency_of
 from .simulate import Result, simulate
@@ -34,6 +34,7 @@ __all__ = [
     "Hierarchy",
     "Result",
     "SweepError",
+    "callbacks",
     "dist",
     "example_trace",
     "plot",

@@ -6,6 +6,8 @@
 * ``validate.py`` — the whole simulator: a trace replayed under the kernel's
   own policy, compared item by item with what the kernel did
   (:func:`validate`);
+* ``races.py`` — which idle CPUs held the migrator duty for each global
+  timer, in the trace and in the simulation (races settled by wake order);
 * ``report.py`` — what validate found (:class:`FidelityReport`);
 * ``predict.py`` — another kernel predicted from a trace and checked against
   that kernel's real run (:func:`predict`), on the rates of ``rates.py``.

@@ -26,7 +26,9 @@ class FidelityItem:
 @dataclass
 class FidelityReport:
     """What :func:`validate` found. ``items``: one :class:`FidelityItem` per
-    comparison (also as attributes: ``wheel``, ``expiring_cpu``,
+    comparison (also as attributes: ``wheel``, ``placement``,
+    ``expiring_cpu``, ``expiring_cpu_single``, ``expiring_cpu_race``,
+    ``duty_overlap``, ``expiry_time``, ``deferrable_expiries``,
     ``idle_entries``, ``tick_stops``, ``tmigr``); ``per_cpu``: idle entries and
     tick stops per CPU, trace vs simulation; ``result``: the simulation."""
 

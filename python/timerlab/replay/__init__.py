@@ -13,7 +13,8 @@ What is replayed (the script) and what is simulated:
 * **timer operations** — every ``timer_start`` (timer pointer, arming CPU =
   the event's CPU, flags, absolute expiry in jiffies, callback name, and how
   it was asked for: mod_timer, add_timer_on or a re-arm from its own
-  callback, ``arms.py``) and every ``timer_cancel`` that is a delete (not the
+  callback, ``arms.py``; how long its callback ran when it expired,
+  timerlab.callbacks) and every ``timer_cancel`` that is a delete (not the
   detach the kernel logs just before running an expired timer), at their
   recorded times. Placement (push or pull), wakeups, expiry and the
   hierarchy are the simulation's.
@@ -46,7 +47,12 @@ What is replayed (the script) and what is simulated:
   (``hrtimer_wakeup``), a function-call IPI (``softirq SCHED``: nohz idle
   balancing), or nothing visible — ends with an external interrupt at the
   time of that first event, keeping the CPU awake until it idles again or
-  runs a task. Only CPUs that log ``cpu_idle`` show these.
+  runs a task. Where the CPU then left the idle loop without running a task
+  (need-resched with nothing to run, 6.12's fair-server ``dl_task_timer``:
+  ``timer_base_idle is_idle=0`` / ``tmigr_cpu_active`` before it idles
+  again), an ``idle_exit`` instead: the simulated CPU leaves the loop too
+  (tick_nohz_idle_exit, tmigr_cpu_activate) and idles afresh. Only CPUs that
+  log ``cpu_idle`` show these.
 
 Where the trace cannot show something — a CPU that logs no ``cpu_idle``
 (its device interrupts, idle entries and tick stops), timers armed before the
@@ -61,7 +67,12 @@ trace's: jiffies = monotonic // TICK_NSEC + a constant read off the trace as
 :func:`timerlab.fidelity.wheel_replay` does (``SimConfig.initial_jiffies``).
 Each tick fires as late as traced (``tick_delay`` items, measured from the
 grid point its hrtimer was programmed for: a tick a period or more late
-swallowed that grid point's tick). The kernel's jiffies lag the grid when
+swallowed that grid point's tick), and so does each stopped tick's
+programmed wakeup: a simulated stopped tick programmed for the same time on
+the same CPU arrives as late as the kernel's, and one the kernel did not have
+draws its lateness from that CPU's traced ones (``Config.wake_latency``,
+timerlab.wake_latency) — races of several idle duty holders for one event
+are settled by the trace's own wake order. The kernel's jiffies lag the grid when
 its ticks run late (under qemu, at a fifth of the timer starts, by 1-4
 jiffies): only the CPU holding the jiffies-update duty advances them at its
 tick. ``jiffies="kernel"`` models that (``SimConfig.jiffies_duty``; the
