@@ -8,7 +8,7 @@ import pytest
 import timerlab as tl
 from timerlab.fidelity.races import stopped_programs
 from timerlab.replay import build_script
-from timerlab.replay.clocks import tick_wakeups
+from timerlab.replay.clocks import clock_offset, tick_wakeups
 from timerlab.wake_latency import PRESETS, WakeLatency
 
 from conftest import IDLE16
@@ -51,7 +51,8 @@ def test_a_replay_imposes_each_traced_wakeups_lateness(idle16):
     assert cfg.wake_latency.name == "trace" and not cfg.wake_latency.tick  # ticks: the trace's own items
     res = tl.simulate(cfg)
     sim = _clock_wakeups(res)
-    traced = {(c, g): d for g, d, c, _, stopped, _ in tick_wakeups(idle16.events, 4 * MS) if stopped}
+    offset = clock_offset(idle16.events)
+    traced = {(c, g): d for g, d, c, _, stopped, _ in tick_wakeups(idle16.events, 4 * MS, offset) if stopped}
     sim["traced"] = [traced.get((c, p)) for c, p in zip(sim["cpu"], sim["programmed_ns"])]
     matched = sim[sim["traced"].notna()]
     assert len(matched) >= 100

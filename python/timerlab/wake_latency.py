@@ -16,8 +16,8 @@ Presets (``Config(wake_latency=...)``):
   latency averages 4-5 µs, maxima 13-24 µs; hrtimers-and-latency.md §B.2).
 * ``"vm"`` — a qemu/KVM guest: fitted by :func:`wake_latency_of` from the
   shared trace ``qemu-6.12.95-16cpu-2node-idle`` (pooled over its CPUs;
-  stopped-tick wakeups p10/p50/p90 0.32/0.72/1.65 ms, ticks of idle CPUs
-  0.12/0.18/0.47 ms). ``tests/test_wake_latency.py`` re-fits it from the
+  stopped-tick wakeups p10/p50/p90 0.33/0.74/1.67 ms, ticks of idle CPUs
+  0.12/0.18/0.48 ms, to when their handlers ran). ``tests/test_wake_latency.py`` re-fits it from the
   trace and checks the preset.
 * ``"none"`` — every wakeup on time.
 
@@ -85,10 +85,10 @@ def _quantiles(samples, points=POINTS) -> tuple:
 _BARE_METAL = (1000, 1500, 2000, 2300, 2600, 2900, 3200, 3400, 3600, 3800, 4000, 4300, 4600, 4900, 5300, 5800,
                6500, 7500, 9000, 12000, 20000)
 # wake_latency_of(read_ftrace("qemu-6.12.95-16cpu-2node-idle.trace.txt.xz"), per_cpu=False)
-_VM_STOPPED = (159749, 251260, 320468, 340599, 374139, 437357, 481202, 514325, 547134, 626998, 720576, 770259,
-               855275, 1038957, 1131135, 1290648, 1432382, 1524610, 1654883, 2206126, 5284692)
-_VM_TICK = (103848, 111409, 119082, 122254, 125464, 129921, 138524, 144772, 156849, 167248, 180765, 195237,
-            209782, 225672, 241020, 269597, 304197, 362809, 471934, 845559, 1975203)
+_VM_STOPPED = (161933, 262883, 329933, 354283, 387533, 448933, 504133, 526283, 566333, 667033, 738933, 782883,
+               891133, 1051933, 1140633, 1305433, 1446933, 1555833, 1668533, 2209883, 5288933)
+_VM_TICK = (105933, 113933, 122433, 125933, 127933, 134683, 141933, 149183, 160933, 172683, 184933, 200183,
+            214933, 229683, 247433, 273433, 308933, 371933, 475933, 849183, 1976933)
 
 PRESETS = {
     "none": WakeLatency("none"),
@@ -107,13 +107,14 @@ def preset(name: str) -> WakeLatency:
 def wake_latency_of(trace, *, per_cpu: bool = False, points: int = POINTS, min_samples: int = 20,
                     hz: int | None = None) -> WakeLatency:
     """The wake latency read off a trace (a :class:`~timerlab.Trace` or a path):
-    every tick expiry that ended an idle period, its lateness being its
-    ``now=`` minus the time its hrtimer was programmed for — the stopped
+    every tick expiry that ended an idle period, its lateness being when its
+    handler ran (the event's timestamp on CLOCK_MONOTONIC; never before its
+    ``now=``) minus the time its hrtimer was programmed for — the stopped
     tick's wakeups and the running ticks apart. ``per_cpu``: one table per
     CPU (a CPU with fewer than ``min_samples`` wakeups of a kind gets the
     pooled table). Needs hrtimer_start, hrtimer_expire_entry, cpu_idle and
     tick_stop."""
-    from .replay.clocks import tick_wakeups
+    from .replay.clocks import clock_offset, tick_wakeups
     from .replay.script import require_events
     from .trace import read_ftrace
 
@@ -125,7 +126,7 @@ def wake_latency_of(trace, *, per_cpu: bool = False, points: int = POINTS, min_s
         raise ValueError(f"points must be an integer >= 2, got {points!r}")
     tick_ns = (1_000_000_000 + hz // 2) // hz
     nr_cpus = max(int(trace.nr_cpus), int(trace.events["cpu"].max()) + 1)
-    w = tick_wakeups(trace.events, tick_ns)
+    w = tick_wakeups(trace.events, tick_ns, clock_offset(trace.events))
     tables = {}
     for what in ("stopped", "tick"):
         tables[what] = fit_tables(w, what == "stopped", nr_cpus, per_cpu, points, min_samples)

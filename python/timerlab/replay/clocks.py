@@ -139,7 +139,7 @@ def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_ch
     return order[int(np.argmax(fits))]
 
 
-def tick_wakeups(ev, tick_ns):
+def tick_wakeups(ev, tick_ns, offset=None):
     """(programmed_ns, delay_ns, cpu, line, stopped, from_idle) of each traced
     tick expiry: the time its hrtimer was programmed for (hrtimer_start of
     the same timer on that CPU), how late it fired, whether the tick was
@@ -149,12 +149,19 @@ def tick_wakeups(ev, tick_ns):
     entry). For a running tick the programmed time is its grid point (the
     one before it fired if the hrtimer_start is not in the trace); a delay
     of a tick or more means the grid point's tick never ran — a stall under
-    the hypervisor — and the next one came instead, late."""
+    the hypervisor — and the next one came instead, late.
+
+    With the trace clock's ``offset`` (clock_offset), the lateness of a tick
+    that ended an idle period runs to when its handler ran (the event's timestamp), not to its
+    ``now=``: a vCPU can be descheduled between reading the clock and running
+    the handler (0.8 ms on the idle trace), and it is the handler — its timer
+    softirq — that takes the duty's event."""
     sel = ev[(ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
               & ev["function"].astype(str).isin(TICK_FUNCTIONS))
              | ev["event"].isin(("tick_stop", "cpu_idle", "sched_switch", "timer_base_idle"))]
     event, cpu, line = column(sel, "event"), column(sel, "cpu"), column(sel, "line")
     hrtimer, expires, now = column(sel, "hrtimer"), column(sel, "expires_ns"), column(sel, "now_ns")
+    ts = column(sel, "ts_ns")
     success, state, prev_pid, is_idle = column(sel, "success"), column(sel, "state"), column(sel, "prev_pid"), \
         column(sel, "is_idle")
     programmed, out = {}, []
@@ -184,6 +191,7 @@ def tick_wakeups(ev, tick_ns):
             g, was_stopped = programmed.pop((c, hrtimer[i]), (None, False))
             if g is None or g > now[i] or (not was_stopped and g % tick_ns):
                 g, was_stopped = now[i] // tick_ns * tick_ns, False
-            out.append((g, now[i] - g, c, line[i], was_stopped, from_idle))
+            ran = max(now[i], ts[i] - offset) if from_idle and offset is not None else now[i]
+            out.append((g, ran - g, c, line[i], was_stopped, from_idle))
     return out
 

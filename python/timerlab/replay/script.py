@@ -245,7 +245,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # and each stopped tick's wakeup (flags 1: a simulated stopped tick
     # programmed for the same time comes as late; the others draw from the
     # CPU's traced lateness, wake_stopped).
-    wakeups = tick_wakeups(run, tick_ns)
+    wakeups = tick_wakeups(run, tick_ns, offset)
     for g, d, cpu, line, stopped, _ in wakeups:
         # On a CPU that logs no cpu_idle, a tick a period or more late may as well be
         # a stopped tick's wakeup (its stops do not show): not a stall to replay.
