@@ -355,3 +355,16 @@ def test_replay_options_that_touch_what_it_reads_off_the_trace(traces, monkeypat
     assert s.jiffies_duty and (duty["t_ns"] > s.start_ns).all()  # nobody holds it at the start
     assert len(duty) >= 1
     assert any("jiffies='kernel'" in n and "99." in n for n in s.notes)
+
+
+def test_races_need_the_stopped_ticks_hrtimer_start(idle16):
+    """Without hrtimer_start the duty holders do not show: the race items say
+    so (naming the event to record) instead of calling every timer single."""
+    ev = idle16.events
+    tr = tl.Trace(idle16.path, ev[ev["event"] != "hrtimer_start"].reset_index(drop=True), idle16.nr_cpus,
+                  kernel=idle16.kernel)
+    rep = tl.validate(tr)
+    for name in ("expiring_cpu_single", "expiring_cpu_race", "duty_overlap"):
+        item = getattr(rep, name)
+        assert item.agreement is None and "hrtimer_start" in item.note
+    assert rep.expiring_cpu.agreement is not None

@@ -12,6 +12,7 @@ import pandas as pd
 from ..replay import OP_ARM, VALIDATE_EVENTS, Script, require_events, script_of, to_config
 from ..replay.arms import PLACE_NAMES
 from ..trace.events import CPU_IDLE_EXIT, column
+from ..trace.features import record_hint
 from .races import race_columns
 from .report import FidelityItem, FidelityReport
 from .wheel import base_of_flags, wheel_replay
@@ -147,8 +148,14 @@ def validate(trace, **overrides) -> FidelityReport:
         x[~x["agrees"]],
         f"global timers; {unknown} expiries of timers armed before the trace left out"))
     if cfg.placement == "pull" and len(x):
-        x = race_columns(x, trace, script, res)
-        items += _race_items(x, notes)
+        if (ev["event"] == "hrtimer_start").any():
+            x = race_columns(x, trace, script, res)
+            items += _race_items(x, notes)
+        else:
+            # Who held the duty shows only in the stopped ticks' hrtimer_start.
+            why = f"not compared: the trace has no hrtimer_start ({record_hint(['hrtimer_start'])})"
+            items += [FidelityItem(n, None, 0, 0, pd.DataFrame(), why)
+                      for n in ("expiring_cpu_single", "expiring_cpu_race", "duty_overlap")]
     x["error_ns"] = (x["expired_ns_sim"] - (x["ts_ns"] - script.clock_offset_ns)).abs()
     err = x["error_ns"].dropna()
     items.append(FidelityItem(
