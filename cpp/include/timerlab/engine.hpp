@@ -36,8 +36,11 @@
 // hierarchy).
 //
 // Idle: each pass of the idle loop asks the CPU's governor (idle.hpp) for a
-// state and whether to stop the tick, as cpuidle_idle_call does; an
-// interrupt reaching an idle CPU is served after the state's exit latency;
+// state and whether to stop the tick, as cpuidle_idle_call does; the clock
+// event of an idle CPU arrives late by the platform's wake latency
+// (wake_latency.hpp: equal programmed times are then settled by wake order,
+// not CPU number); an interrupt reaching an idle CPU is served after the
+// state's exit latency;
 // every idle period is accounted per state (residency, above/below, energy)
 // and attributed to the cause of its end.
 //
@@ -47,9 +50,16 @@
 // (OverheadModel), calibrated on the seeds' enqueue+dequeue benchmark. It is
 // reported, not charged: it does not lengthen the simulated busy periods.
 //
+// Softirq time: callbacks run one after another for their callback_ns (a
+// later expiry of one softirq starts later; the CPU stays in its interrupt
+// until done), and a duty holder whose callbacks took time lets go of the
+// hierarchy after each remote CPU (remote_yield), coming back at the end of
+// its interrupt, so that CPUs waking meanwhile share one jiffy's events.
+//
 // Simplifications vs. the kernel
-//   * Softirq work, callbacks and the hierarchy walks take no simulated time;
-//     an interrupt from idle keeps the CPU awake irq_ns (after exit latency).
+//   * The softirq's own work and the hierarchy walks take no simulated time,
+//     nor does a busy CPU's softirq delay its task; an interrupt from idle
+//     keeps the CPU awake irq_ns (after exit latency).
 //   * The jiffies-update duty is modelled only with jiffies_duty (replays
 //     of real traces, whose ticks run late); otherwise jiffies is always
 //     current. timekeeping_max_deferment is not modelled.
