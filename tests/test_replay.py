@@ -34,6 +34,9 @@ def test_replay_keeps_every_timer_start_on_its_cpu(replayed):
     tr, res = replayed
     trace_starts = tr.events[tr.events["event"] == "timer_start"]
     sim_starts = res.events[res.events["event"] == "timer_start"]
+    # Phantoms (timers armed before the trace, replay/phantoms.py) are no timer_start of the trace.
+    phantom_ptrs = np.flatnonzero(replay.script_of(res.config.workload).pointers >= replay.phantoms.PHANTOM) + 1
+    sim_starts = sim_starts[~sim_starts["timer"].isin(phantom_ptrs)]
     per_cpu_trace = trace_starts.groupby("cpu").size()
     per_cpu_sim = sim_starts.groupby("cpu").size()
     pd.testing.assert_series_equal(per_cpu_sim, per_cpu_trace, check_names=False, check_index_type=False)
@@ -85,6 +88,7 @@ def test_replay_under_another_policy(traces):
     cfg = tr.to_config(placement="push", kernel="6.8")
     res = tl.simulate(cfg)
     t = res.timers
+    t = t[t["function"] != replay.phantoms.PHANTOM_FUNCTION]  # timers armed before the trace (phantoms.py)
     assert len(t) == (tr.events["event"] == "timer_start").sum()
     arms = replay.script_of(cfg.workload).items.query("op == @replay.OP_ARM")
     from_idle = arms["line"].isin(tr.events.loc[(tr.events["event"] == "timer_start") & (tr.events["pid"] == 0), "line"])
@@ -161,18 +165,19 @@ def test_validate_an_almost_idle_machine():
     Measured: 38 races of 51; exact CPU 13/13 where a single CPU was
     eligible, the simulated winner among the kernel's holders 94.7 %, holder
     sets overlapping 0.88 (Jaccard), tick stops 99.5 %, hand-overs 99.4 %,
-    median expiry-time error 60 µs, deferrable expiries 87 vs 94; pooled
-    exact CPU 82.4 % (33.3 % before wake latency and idle-loop exits)."""
+    median expiry-time error 60 µs, deferrable expiries 92 vs 94 (87 without
+    the timers armed before the trace that the hierarchy reports); pooled
+    exact CPU 80.4 % (33.3 % before wake latency and idle-loop exits)."""
     rep = tl.validate(TRACE_DIR / "qemu-6.12.95-16cpu-2node-idle.trace.txt.xz")
     assert rep.expiring_cpu_race.compared >= 30 and rep.expiring_cpu_single.compared >= 10
     assert rep.expiring_cpu_race.compared + rep.expiring_cpu_single.compared == rep.expiring_cpu.compared
     assert rep.expiring_cpu_single.agreement >= 0.95
-    assert rep.expiring_cpu_race.agreement >= 0.9
+    assert rep.expiring_cpu_race.agreement >= 0.92
     assert rep.duty_overlap.agreement >= 0.8
     assert rep.tick_stops.agreement >= 0.95 and rep.tmigr.agreement >= 0.95
     assert rep.expiring_cpu.agreement >= 0.75
     assert rep.expiry_time.agreement >= 0.75 and "median error" in rep.expiry_time.note
-    assert rep.deferrable_expiries.agreement >= 0.9
+    assert rep.deferrable_expiries.agreement >= 0.95
     assert any("races" in n and "wake order" in n for n in rep.notes)
     race = rep.expiring_cpu_race.disagreements
     assert {"holders_trace", "holders_sim", "jaccard"} <= set(race.columns)
@@ -368,3 +373,21 @@ def test_races_need_the_stopped_ticks_hrtimer_start(idle16):
         item = getattr(rep, name)
         assert item.agreement is None and "hrtimer_start" in item.note
     assert rep.expiring_cpu.agreement is not None
+
+
+def test_global_timers_armed_before_the_trace_are_read_off_the_hierarchy(idle16):
+    """CPU 0 of the idle trace reports a first global event at 9.200 s
+    (tmigr_cpu_new_timer_idle nextevt=9200000000) that no timer_start in the
+    trace explains: a timer armed before it. The replay arms it as a phantom,
+    so that the kernel's CPUs have the same reason to wake then."""
+    from timerlab.replay.phantoms import PHANTOM, PHANTOM_FUNCTION, phantom_timers
+
+    s = replay.build_script(idle16)
+    ph = phantom_timers(idle16.events, s.clock_offset_ns, s.initial_jiffies, 4_000_000, 250)
+    due = {(cpu, (exp + 1 - s.initial_jiffies) * 4_000_000) for _, _, cpu, exp, _, _ in ph}
+    assert (0, 9_200_000_000) in due
+    assert (s.pointers >= PHANTOM).sum() == len(ph) and PHANTOM_FUNCTION in s.function_names
+    assert any("phantom" in n for n in s.notes)
+    # None on a push-model trace: nothing reports to a hierarchy there.
+    six_one = tl.read_ftrace(TRACE_DIR / "qemu-6.1.176-16cpu-2node-mixed.trace.txt.xz")
+    assert not (replay.build_script(six_one).pointers >= PHANTOM).any()

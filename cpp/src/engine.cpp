@@ -382,6 +382,7 @@ TimerId Engine::new_timer(TimerKind kind, std::uint16_t function, std::uint32_t 
   info.function = function;
   info.owner = owner;
   info.row = -1;
+  info.callback_ns = -1;  // a reused TimerId must not keep a replayed instance's duration
   return t;
 }
 

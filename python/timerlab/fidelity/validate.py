@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..replay import OP_ARM, VALIDATE_EVENTS, Script, require_events, script_of, to_config
 from ..replay.arms import PLACE_NAMES
+from ..replay.phantoms import PHANTOM_FUNCTION
 from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import record_hint
 from .races import race_columns
@@ -261,6 +262,9 @@ def _placement(script: Script, res) -> FidelityItem:
     timer in the run (every scripted arm enqueues)."""
     it = script.items
     arms = it[it["op"] == OP_ARM]
+    # A phantom (a timer armed before the trace, replay/phantoms.py) has no timer_start to compare with.
+    arms = arms[arms["function"] != script.function_names.index(PHANTOM_FUNCTION)] \
+        if PHANTOM_FUNCTION in script.function_names else arms
     tr = pd.DataFrame({"line": arms["line"].to_numpy(), "cpu": arms["cpu"].to_numpy(np.int64),
                        "timer": arms["key"].to_numpy(np.int64), "place": arms["place"].to_numpy(np.int64),
                        "function": [script.function_names[f] for f in arms["function"].tolist()],

@@ -56,7 +56,8 @@ What is replayed (the script) and what is simulated:
 
 Where the trace cannot show something — a CPU that logs no ``cpu_idle``
 (its device interrupts, idle entries and tick stops), timers armed before the
-trace began — the script and the report say so (``Script.notes``,
+trace began (only the global ones an idle CPU reports to the hierarchy are
+armed, as phantoms) — the script and the report say so (``Script.notes``,
 ``FidelityReport.notes``).
 
 Clocks: trace timestamps are the trace clock, not CLOCK_MONOTONIC. The
@@ -86,7 +87,8 @@ Idle: a trace whose cpu_idle events all say state 1 comes from a machine
 without a cpuidle driver (``governor="none"``); see :func:`to_config`.
 
 Modules: ``script.py`` (the Script and how it is built from a trace),
-``arms.py`` (how each timer_start was asked for),
+``arms.py`` (how each timer_start was asked for), ``phantoms.py`` (global
+timers armed before the trace, read off the hierarchy's reports),
 ``activity.py`` (tasks, idle periods, device interrupts, tick decisions read
 off the trace), ``clocks.py`` (clock offset, HZ, jiffies, tick lateness),
 ``config.py`` (the whole Config).

@@ -22,6 +22,7 @@ from .activity import (device_interrupts, entries_before_first_tick, hidden_tick
 from .arms import arm_places
 from ..wake_latency import fit_tables
 from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeups
+from .phantoms import PHANTOM, PHANTOM_FUNCTION, phantom_timers
 from .ops import OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_NAMES, OP_TICK, WAKE_STOPPED
 
 JIFFIES_MODES = ("auto", "kernel", "grid")
@@ -201,6 +202,20 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         target = cpu if base < 0 or base >= nr_cpus else base
         rows.append((ts, line, cpu, OP_ARM, key_of[ptr], exp, parse_timer_flags(fl) & _TIMER_FLAG_BITS, fcode[fn],
                      target, took.get(line, took_median.get(fn, 0))))
+    # Global timers armed before the trace, as the hierarchy reports them (phantoms.py).
+    phantoms = phantom_timers(run, offset, j0, tick_ns, hz)
+    if phantoms:
+        fcode.setdefault(PHANTOM_FUNCTION, len(fnames))
+        if PHANTOM_FUNCTION not in fnames:
+            fnames.append(PHANTOM_FUNCTION)
+        notes.append(f"{len(phantoms)} global timer(s) armed before the trace inferred from the hierarchy's "
+                     "reports (tmigr_cpu_idle nextevt earlier than any known timer): armed as phantoms")
+    for n, (ts, line, cpu, exp, cancel_ts, cancel_line) in enumerate(phantoms):
+        key_of[PHANTOM + n] = len(pointers)
+        pointers.append(PHANTOM + n)
+        rows.append((ts, line, cpu, OP_ARM, key_of[PHANTOM + n], exp, 0, fcode[PHANTOM_FUNCTION], cpu, 0))
+        if cancel_ts is not None:
+            rows.append((cancel_ts, cancel_line, cpu, OP_CANCEL, key_of[PHANTOM + n], 0, 0, 0, cpu, 0))
     tev = run[run["event"].isin(("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"))]
     t_event, t_cpu, t_timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
     detaches = expiry_detaches(t_event, t_cpu, t_timer)

@@ -1,0 +1,91 @@
+"""Global timers armed before the trace began, as the hierarchy shows them.
+
+A replay knows the timers the trace arms; the ones armed before it are
+invisible — until an idle CPU reports its first global event to the
+hierarchy (tmigr_cpu_idle, tmigr_cpu_new_timer_idle: ``nextevt``). Where
+that event is earlier than every global timer the trace has pending on that
+CPU, a timer the trace never armed is due then: the kernel's CPUs will wake
+for it, and for the duty of expiring it, and run whatever else is due on
+their bases (deferrable timers, say). A replay without it has no reason to
+wake them then.
+
+So each such event becomes a phantom: a global timer armed on that CPU
+(add_timer_on) at the first report, placed so that its bucket is the
+reported one, and deleted at the first later report that no longer shows
+it before it is due (the kernel deleted or moved it). Phantoms have keys of
+their own (``PHANTOM`` pointers, never a trace's) and the callback name
+``PHANTOM_FUNCTION``; validate leaves them out of its comparisons.
+
+Not here: timers armed before the trace that are not global (a CPU's local
+and deferrable bases do not report to the hierarchy), and what a phantom's
+callback did (nothing: its effects, if any, are the trace's own items).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.events import column, expiry_detaches
+from ..wheel import calc_wheel_index, parse_timer_flags
+
+PHANTOM_FUNCTION = "(armed before the trace)"
+PHANTOM = 0xFFFF_FFFF_0000_0000  # + n: pointer of phantom n (a kernel pointer is never this)
+KTIME_MAX = (1 << 63) - 1
+_PINNED_OR_DEFERRABLE = parse_timer_flags("P|D")
+
+
+def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
+    """(arm_ts, arm_line, cpu, expires_jiffies, cancel_ts or None, cancel_line)
+    of each global timer the hierarchy reports and the trace never armed;
+    ``offset`` is the trace clock's offset from CLOCK_MONOTONIC, ``j0``
+    jiffies at monotonic 0."""
+    sel = ev[ev["event"].isin(("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit",
+                               "tmigr_cpu_idle", "tmigr_cpu_new_timer_idle"))]
+    if not (sel["event"].isin(("tmigr_cpu_idle", "tmigr_cpu_new_timer_idle"))).any():
+        return []
+    event, cpu, ts, line = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns"), column(sel, "line")
+    timer, flags, base_cpu = column(sel, "timer"), column(sel, "flags", ""), column(sel, "base_cpu")
+    bucket, nextevt = column(sel, "bucket_expiry_jiffies"), column(sel, "nextevt_ns")
+    detaches = expiry_detaches(event, cpu, timer)
+    pending = {}  # timer -> (base CPU, bucket ns) of a known global timer
+    out, open_ = [], {}  # phantoms; CPU -> its phantom still pending
+    for i, e in enumerate(event):
+        if e == "timer_start":
+            pending.pop(timer[i], None)
+            if not parse_timer_flags(flags[i] or "") & _PINNED_OR_DEFERRABLE and bucket[i] is not None:
+                pending[timer[i]] = (base_cpu[i], (int(bucket[i]) - j0) * tick_ns)
+        elif e == "timer_cancel":
+            if i not in detaches:
+                pending.pop(timer[i], None)
+        elif e == "timer_expire_entry":
+            pending.pop(timer[i], None)
+        elif e != "timer_expire_exit" and nextevt[i] is not None:
+            c, t_mono, nxt = cpu[i], ts[i] - offset, int(nextevt[i])
+            p = open_.get(c)
+            if p is not None and p["due_ns"] <= t_mono:
+                del open_[c]  # its time has come: the simulation expires it
+            elif p is not None:
+                if nxt > p["due_ns"]:  # reported no longer before it is due: deleted or moved
+                    p["cancel"] = (ts[i], line[i])
+                    del open_[c]
+                continue
+            known = min((b for bc, b in pending.values() if bc == c), default=KTIME_MAX)
+            if nxt == KTIME_MAX or nxt >= known or nxt <= t_mono:
+                continue
+            j = nxt // tick_ns + j0
+            expires = _expires_for_bucket(j, t_mono // tick_ns + j0, hz)
+            if expires is not None:
+                open_[c] = {"arm": (ts[i], line[i]), "cpu": c, "expires": expires, "due_ns": nxt, "cancel": None}
+                out.append(open_[c])
+    return [(p["arm"][0], p["arm"][1], p["cpu"], p["expires"]) + (p["cancel"] or (None, None)) for p in out]
+
+
+def _expires_for_bucket(bucket_j, clk, hz):
+    """The latest expiry that an enqueue on a base at ``clk`` puts in bucket
+    ``bucket_j`` (the wheel rounds up to its level's granularity), or None."""
+    lo = max(clk + 1, bucket_j - 4096)
+    if bucket_j <= lo:
+        return None
+    cand = np.arange(lo, bucket_j + 1, dtype=np.uint64)
+    _, b = calc_wheel_index(cand, np.full_like(cand, clk), hz=hz)
+    hit = cand[b == np.uint64(bucket_j)]
+    return int(hit.max()) if len(hit) else None
