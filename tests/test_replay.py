@@ -388,6 +388,12 @@ def test_global_timers_armed_before_the_trace_are_read_off_the_hierarchy(idle16)
     assert (0, 9_200_000_000) in due
     assert (s.pointers >= PHANTOM).sum() == len(ph) and PHANTOM_FUNCTION in s.function_names
     assert any("phantom" in n for n in s.notes)
+    arms = s.items[(s.items["op"] == replay.OP_ARM) & (s.items["key"].isin(np.flatnonzero(s.pointers >= PHANTOM)))]
+    assert len(arms) == len(ph) and (arms["place"] == 2).all()  # own_base: the reporting CPU's, unpinned
+    # Under the push model too: the phantoms stay where the kernel reported them.
+    push = tl.simulate(idle16.to_config(placement="push", kernel="6.8")).timers
+    mine = push[push["function"] == PHANTOM_FUNCTION]
+    assert len(mine) == len(ph) and (mine["base_cpu"] == mine["cpu_armed"]).all()
     # None on a push-model trace: nothing reports to a hierarchy there.
     six_one = tl.read_ftrace(TRACE_DIR / "qemu-6.1.176-16cpu-2node-mixed.trace.txt.xz")
     assert not (replay.build_script(six_one).pointers >= PHANTOM).any()

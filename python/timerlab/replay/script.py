@@ -19,7 +19,7 @@ from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
 from .activity import (device_interrupts, entries_before_first_tick, hidden_tick_policies, initial_ticks,
                        task_intervals, tick_policies, timer_wakeups)
-from .arms import arm_places
+from .arms import PLACE_NAMES, arm_places
 from ..wake_latency import fit_tables
 from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeups
 from .phantoms import PHANTOM, PHANTOM_FUNCTION, phantom_timers
@@ -309,6 +309,11 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # How each arm was asked for (arms.py): the policy's placement, add_timer_on, or its own base.
     places = arm_places(run, nr_cpus, kernel_has(trace.kernel, "pull_model"))
     items["place"] = np.where(items["op"] == OP_ARM, items["line"].map(places).fillna(0), 0).astype(np.uint8)
+    if phantoms:
+        # A phantom stays on the base of the CPU that reported it, whatever the policy, and stays
+        # global: "own_base" (its timer's CPU bits name that CPU), not add_timer_on, which pins from 6.9.
+        items.loc[(items["op"] == OP_ARM) & (items["function"] == fcode[PHANTOM_FUNCTION]), "place"] = \
+            PLACE_NAMES.index("own_base")
     return Script(items=items, function_names=tuple(fnames), pointers=np.array(pointers, dtype=np.uint64),
                   initial_busy=tuple(initial_busy), initial_tick=tuple(initial_tick), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
