@@ -73,3 +73,10 @@ def test_bad_callback_durations_name_the_option(bad, exc, words):
     with pytest.raises(exc) as e:
         tl.Config(cpus=2, callback_ns=bad)
     assert words in str(e.value)
+
+
+def test_a_callback_the_workload_does_not_arm_is_refused():
+    """A misspelt callback name would otherwise change nothing, silently."""
+    with pytest.raises(ValueError, match=r"callback_ns names callback\(s\) \['proces_timeout'\]"):
+        tl.Config(cpus=2, workload=tl.workloads.sleepers(), callback_ns={"proces_timeout": 5000})
+    assert tl.Config(cpus=2, workload=tl.workloads.sleepers(), callback_ns={"process_timeout": 5000}).callback_ns

@@ -137,7 +137,10 @@ class Config:
                 raise TypeError(f"{flag} must be True or False, got {args[flag]!r}")
             set_(flag, args[flag])
         # Resolve the workload's CPU sets now, so that a bad one fails here.
-        self.workload.to_core(self.topology, self.irq_ns)
+        names = self.workload.to_core(self.topology, self.irq_ns)["function_names"]
+        if isinstance(self.callback_ns, dict) and set(self.callback_ns) - set(names):
+            raise ValueError(f"callback_ns names callback(s) {sorted(set(self.callback_ns) - set(names))} that the "
+                             f"workload does not arm; its callbacks are {sorted(names)}")
         wl = args["wake_latency"]
         if isinstance(wl, str):
             wl = wake_preset(wl)

@@ -116,7 +116,8 @@ struct LoopSpec {
 //                 flags kScriptStoppedTick: the trace's tick was stopped and
 //                 its programmed wakeup, t_ns + 1, arrived duration_ns late:
 //                 a simulated stopped tick programmed for the same time
-//                 arrives as late (wake_latency.hpp)
+//                 arrives as late (wake_latency.hpp); a simulated tick that
+//                 runs takes it as its lateness, as for flags 0
 //   idle_exit     an interrupt that sets need-resched with no task to run
 //                 (6.12's fair-server timer): the CPU leaves the idle loop —
 //                 tick_nohz_idle_exit, tmigr_cpu_activate — and enters it

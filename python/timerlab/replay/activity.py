@@ -87,7 +87,8 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
         if wake.get(c, 0) is None:
             # The handler's own time: its clock reading (now=) may come long before it runs (a vCPU
             # descheduled in between), and the simulated tick fires when the handler ran (clocks.py).
-            t = max(now_ns[i] + clock_offset, ts[i]) if e == "hrtimer_expire_entry" and now_ns[i] is not None else ts[i]
+            ran = e == "hrtimer_expire_entry" and now_ns[i] is not None
+            t = max(now_ns[i] + clock_offset, ts[i]) if ran else ts[i]
             wake[c] = (t, line[i])
         if e == "sched_switch" and prev_pid[i] is not None and next_pid[i] is not None:
             if prev_pid[i] == 0 and next_pid[i] != 0:
