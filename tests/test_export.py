@@ -157,7 +157,7 @@ def test_payloads_spell_the_real_kernels_keys(exported):
 
     def shape(payload):  # hex pointers of 16 digits, numbers, symbols
         return [re.sub(r"=-?\d+(\]?)$", r"=N\1", re.sub(r"=[0-9a-f]{16}$", "=P", tok)) if "=" in tok else tok
-                for tok in payload.split() if not tok.startswith(("comm=", "callsite=", "callback=", "function=",
+                for tok in payload.split() if not tok.startswith(("comm=", "callsite=", "callback=", "function=", "mode=",
                                                                   "flags=", "active=", "migrator=", "childmask=",
                                                                   "groupmask=", "child_active=", "group_active="))]
 

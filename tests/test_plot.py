@@ -19,7 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 import timerlab as tl  # noqa: E402
 from timerlab import plot as tlplot  # noqa: E402
 
-CAUSES = ["timer", "remote_duty", "ipi", "task", "tick", "irq"]
+CAUSES = ["timer", "remote_duty", "ipi", "task", "tick", "irq", "hrtimer"]
 MS = 1e6
 
 

@@ -9,7 +9,7 @@ namespace timerlab::bindings {
 
 TopologySpec topology_spec(unsigned nr_cpus, unsigned nr_nodes, std::vector<int> node_of_cpu, unsigned smt,
                            unsigned llc_size, std::vector<unsigned> bringup_order);
-py::dict event_log_arrays(std::vector<EventRow>&& rows);
+py::dict result_dict(SimResult&& r);  // bind_engine_result.cpp
 
 namespace {
 
@@ -109,8 +109,13 @@ WorkloadSpec workload_of(const py::dict& d) {
     t.per_cpu = get<unsigned>(td, "per_cpu");
     t.run_ns = dist_of(td["run_ns"]);
     t.sleep_ns = dist_of(td["sleep_ns"]);
-    t.sleep_on_timer = get<bool>(td, "sleep_on_timer");
+    t.sleep = static_cast<SleepKind>(get<unsigned>(td, "sleep_kind"));
     t.sleep_function = get<std::uint16_t>(td, "sleep_function");
+    t.rt_priority = get<unsigned>(td, "rt_priority");
+    t.nice = get<int>(td, "nice");
+    t.timer_slack_ns = get<std::int64_t>(td, "timer_slack_ns");
+    t.range_ns = get<std::int64_t>(td, "range_ns");
+    t.measure = static_cast<Measure>(get<unsigned>(td, "measure"));
     t.timeouts = timeouts_of(get<py::dict>(td, "timeouts"));
     w.tasks.push_back(std::move(t));
   }
@@ -226,6 +231,16 @@ SimConfig config_of(const py::dict& d) {
   c.teo_tick_intercepts_fixed = get<bool>(d, "teo_tick_intercepts_fixed");
   c.overhead = overhead_of(get<py::dict>(d, "overhead"));
   if (d.contains("callback_ns")) c.callback_ns = get<std::vector<std::int64_t>>(d, "callback_ns");
+  c.timer_migration = get<bool>(d, "timer_migration");
+  c.hrtimer_keep_local = get<bool>(d, "hrtimer_keep_local");
+  c.tick_function = get<std::uint16_t>(d, "tick_function");
+  c.fair_server_function = get<std::uint16_t>(d, "fair_server_function");
+  const auto lat = get<py::dict>(d, "latency");
+  c.latency.irq_entry_ns = get<std::int64_t>(lat, "irq_entry_ns");
+  c.latency.context_switch_ns = get<std::int64_t>(lat, "context_switch_ns");
+  c.latency.return_to_user_ns = get<std::int64_t>(lat, "return_to_user_ns");
+  c.record_hrtimers = static_cast<RecordHrtimers>(get<unsigned>(d, "record_hrtimers"));
+  c.resume_latency_ns = get<std::vector<std::int64_t>>(d, "resume_latency_ns");
   const auto wd = get<py::dict>(d, "workload");
   c.workload = workload_of(wd);
   // A replayed trace brings its own jiffies (timerlab.replay).
@@ -234,135 +249,6 @@ SimConfig config_of(const py::dict& d) {
   }
   if (wd.contains("jiffies_duty")) c.jiffies_duty = wd["jiffies_duty"].cast<bool>();
   return c;
-}
-
-template <class T, class F>
-py::array_t<T> column(const std::vector<CpuCounters>& rows, F f) {
-  std::vector<T> v;
-  v.reserve(rows.size());
-  for (const auto& r : rows) v.push_back(static_cast<T>(f(r)));
-  return to_numpy(std::move(v));
-}
-
-py::dict usage_dict(const std::vector<std::vector<StateUsage>>& usage) {
-  std::vector<std::int32_t> cpu, state;
-  std::vector<std::int64_t> hits, total, min, max, above, below;
-  for (std::size_t c = 0; c < usage.size(); ++c) {
-    for (std::size_t s = 0; s < usage[c].size(); ++s) {
-      const StateUsage& u = usage[c][s];
-      cpu.push_back(static_cast<std::int32_t>(c));
-      state.push_back(static_cast<std::int32_t>(s));
-      hits.push_back(static_cast<std::int64_t>(u.usage));
-      total.push_back(u.time_ns);
-      min.push_back(u.usage ? u.min_ns : 0);
-      max.push_back(u.max_ns);
-      above.push_back(static_cast<std::int64_t>(u.above));
-      below.push_back(static_cast<std::int64_t>(u.below));
-    }
-  }
-  py::dict d;
-  d["cpu"] = to_numpy(std::move(cpu));
-  d["state"] = to_numpy(std::move(state));
-  d["hits"] = to_numpy(std::move(hits));
-  d["total_ns"] = to_numpy(std::move(total));
-  d["min_ns"] = to_numpy(std::move(min));
-  d["max_ns"] = to_numpy(std::move(max));
-  d["above"] = to_numpy(std::move(above));
-  d["below"] = to_numpy(std::move(below));
-  return d;
-}
-
-py::dict idle_periods_dict(IdlePeriods&& p) {
-  py::dict d;
-  d["cpu"] = to_numpy(std::move(p.cpu));
-  d["start_ns"] = to_numpy(std::move(p.start_ns));
-  d["duration_ns"] = to_numpy(std::move(p.duration_ns));
-  d["state"] = to_numpy(std::move(p.state));
-  d["predicted_ns"] = to_numpy(std::move(p.predicted_ns));
-  d["cause"] = to_numpy(std::move(p.cause));
-  d["above"] = to_numpy(std::move(p.above));
-  d["below"] = to_numpy(std::move(p.below));
-  return d;
-}
-
-py::dict result_dict(SimResult&& r) {
-  py::dict per_cpu;
-#define TL_COL(name) per_cpu[#name] = column<std::int64_t>(r.cpus, [](const CpuCounters& c) { return c.name; })
-  TL_COL(busy_ns);
-  TL_COL(idle_ns);
-  TL_COL(idle_entries);
-  TL_COL(wakeups);
-  TL_COL(tick_stops);
-  TL_COL(ticks);
-  TL_COL(softirqs);
-  TL_COL(timers_armed);
-  TL_COL(timers_cancelled);
-  TL_COL(timers_expired_local);
-  TL_COL(timers_expired_remote);
-  TL_COL(remote_expiries_done);
-  TL_COL(ipis_sent);
-  TL_COL(ipis_received);
-  TL_COL(tasks_woken);
-#undef TL_COL
-  static const char* causes[] = {"timer", "remote_duty", "ipi", "task", "tick", "irq"};
-  for (int k = 0; k < static_cast<int>(WakeCause::count_); ++k) {
-    per_cpu[(std::string("wakeups_") + causes[k]).c_str()] =
-        column<std::int64_t>(r.cpus, [k](const CpuCounters& c) { return c.wakeups_by[k]; });
-  }
-  per_cpu["energy_uj"] = column<double>(r.cpus, [](const CpuCounters& c) { return c.energy_uj; });
-  per_cpu["timer_overhead_ns"] = column<double>(r.cpus, [](const CpuCounters& c) { return c.timer_overhead_ns; });
-  const std::size_t n = r.timers.size();
-  std::vector<std::uint32_t> timer(n), flags(n);
-  std::vector<std::uint16_t> function(n);
-  std::vector<std::int32_t> cpu_armed(n), base_cpu(n), cpu_expired(n);
-  std::vector<std::int64_t> armed_ns(n), end_ns(n);
-  std::vector<std::uint64_t> expires(n), bucket(n);
-  std::vector<std::uint8_t> outcome(n);
-  std::vector<std::int32_t> exit_latency(n);
-  std::vector<std::int64_t> callback(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const TimerRow& t = r.timers[i];
-    timer[i] = t.timer;
-    flags[i] = t.flags;
-    function[i] = t.function;
-    cpu_armed[i] = t.cpu_armed;
-    base_cpu[i] = t.base_cpu;
-    cpu_expired[i] = t.cpu_expired;
-    armed_ns[i] = t.armed_ns;
-    end_ns[i] = t.end_ns;
-    expires[i] = t.expires_jiffies;
-    bucket[i] = t.bucket_expiry_jiffies;
-    outcome[i] = static_cast<std::uint8_t>(t.outcome);
-    exit_latency[i] = t.exit_latency_ns;
-    callback[i] = t.callback_ns;
-  }
-  r.timers = {};
-  py::dict timers;
-  timers["timer"] = to_numpy(std::move(timer));
-  timers["function"] = to_numpy(std::move(function));
-  timers["flags"] = to_numpy(std::move(flags));
-  timers["cpu_armed"] = to_numpy(std::move(cpu_armed));
-  timers["base_cpu"] = to_numpy(std::move(base_cpu));
-  timers["armed_ns"] = to_numpy(std::move(armed_ns));
-  timers["expires_jiffies"] = to_numpy(std::move(expires));
-  timers["bucket_expiry_jiffies"] = to_numpy(std::move(bucket));
-  timers["outcome"] = to_numpy(std::move(outcome));
-  timers["end_ns"] = to_numpy(std::move(end_ns));
-  timers["cpu_expired"] = to_numpy(std::move(cpu_expired));
-  timers["exit_latency_ns"] = to_numpy(std::move(exit_latency));
-  timers["callback_ns"] = to_numpy(std::move(callback));
-  py::dict out;
-  out["per_cpu"] = per_cpu;
-  out["residency"] = usage_dict(r.usage);
-  out["idle_periods"] = idle_periods_dict(std::move(r.idle_periods));
-  out["timers"] = timers;
-  out["events"] = event_log_arrays(std::move(r.events));
-  out["steps"] = r.steps;
-  out["timer_events"] = r.timer_events;
-  out["pending_at_end"] = r.pending_at_end;
-  out["peak_pending"] = r.peak_pending;
-  out["end_ns"] = r.end_ns;
-  return out;
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ py::dict event_log_arrays(std::vector<EventRow>&& rows) {
 }
 
 py::list sim_event_schema_list() {
-  static const char* kinds[] = {"u64", "i64", "ptr", "hex", "function", "timer_flags"};
+  static const char* kinds[] = {"u64", "i64", "ptr", "hex", "function", "timer_flags", "hrtimer_mode"};
   py::list out;
   for (const SimEventSpec& e : sim_event_schema()) {
     py::list slots;

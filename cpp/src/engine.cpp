@@ -27,6 +27,20 @@ void SimConfig::validate() const {
   }
   if (ipi_latency_ns < 0) bad("ipi_latency_ns must be >= 0");
   if (fair_server_defer_ns < 0) bad("fair_server_defer_ns must be >= 0");
+  const std::size_t nf = workload.function_names.size();
+  if (tick_function >= nf || fair_server_function >= nf) bad("tick_function / fair_server_function: unknown function code");
+  for (const auto& [v, name] : {std::pair{latency.irq_entry_ns, "irq_entry_ns"},
+                                std::pair{latency.context_switch_ns, "context_switch_ns"},
+                                std::pair{latency.return_to_user_ns, "return_to_user_ns"}}) {
+    if (v < 0 || v > 1'000'000'000) bad(std::string(name) + " must be in [0, 1 s]");
+  }
+  if (!resume_latency_ns.empty() && resume_latency_ns.size() != topology.nr_cpus) {
+    bad("resume_latency_ns has " + std::to_string(resume_latency_ns.size()) + " entries for " +
+        std::to_string(topology.nr_cpus) + " CPUs");
+  }
+  for (std::int64_t v : resume_latency_ns) {
+    if (v < 0) bad("resume_latency_ns must be >= 0");
+  }
   wake_latency.validate(topology.nr_cpus);
   if (deferrable != DeferrablePolicy::legacy && !pull_model) {
     bad("deferrable policies other than 'legacy' need the pull model (a timer migration hierarchy)");
@@ -40,7 +54,8 @@ Engine::Engine(const SimConfig& cfg)
       tick_nsec_((1'000'000'000ull + cfg.hz / 2) / cfg.hz),
       initial_jiffies_(cfg.initial_jiffies.value_or((jiffies_t{1} << 32) - jiffies_t{300} * cfg.hz)),
       queue_(topo_.nr_cpus()),
-      busy_(topo_.nr_cpus()) {
+      busy_(topo_.nr_cpus()),
+      hr_(topo_.nr_cpus(), HrtimerPolicy{cfg.timer_migration, cfg.hrtimer_keep_local}, *this) {
   const unsigned n = topo_.nr_cpus();
   now_ = cfg_.start_ns;
   end_ns_ = cfg_.start_ns + cfg_.duration_ns;
@@ -60,9 +75,13 @@ Engine::Engine(const SimConfig& cfg)
   GovernorParams gp;
   gp.table = &cfg_.idle;
   gp.tick_nsec = static_cast<std::int64_t>(tick_nsec_);
-  gp.latency_req_ns = cfg_.latency_req_ns;
   gp.teo_tick_intercepts_fixed = cfg_.teo_tick_intercepts_fixed;
-  for (CpuState& cs : cpus_) cs.governor = make_governor(cfg_.governor, gp);
+  for (unsigned c = 0; c < n; ++c) {
+    // cpuidle_governor_latency_req: the CPU's resume-latency QoS, if tighter.
+    gp.latency_req_ns = cfg_.latency_req_ns;
+    if (!cfg_.resume_latency_ns.empty()) gp.latency_req_ns = std::min(gp.latency_req_ns, cfg_.resume_latency_ns[c]);
+    cpus_[c].governor = make_governor(cfg_.governor, gp);
+  }
   constexpr std::uint64_t kWakeStream = 5ull << 40;  // beside engine_workload.cpp's streams
   for (unsigned c = 0; c < n; ++c) wake_rng_.emplace_back(cfg_.seed, kWakeStream + c);
   res_.usage.assign(n, std::vector<StateUsage>(cfg_.idle.states.size()));
@@ -82,11 +101,14 @@ std::int64_t Engine::next_tick_after(std::int64_t ns) const {
   return static_cast<std::int64_t>((t / tick_nsec_ + 1) * tick_nsec_);
 }
 
-std::int64_t Engine::clock_at(const CpuState& cs) const {
+std::int64_t Engine::clock_at(unsigned cpu) const {
   // The clock event as programmed; an idle CPU takes it late (an awake one
-  // at once: the interrupt is pending when it wakes).
-  const std::int64_t programmed = cs.tick_stopped ? cs.wakeup : cs.next_tick;
+  // at once: the interrupt is pending when it wakes; so does a polling one,
+  // which is not halted).
+  const CpuState& cs = cpus_[cpu];
+  const std::int64_t programmed = hr_.base(cpu).device_next;
   if (cs.act != Activity::idle || programmed == INT64_MAX) return programmed;
+  if (cfg_.idle.states[static_cast<std::size_t>(cs.state)].polling) return programmed;
   if (programmed == cs.traced_late_for) return programmed + cs.traced_late_ns;
   return programmed + cs.wake_late_ns;
 }
@@ -95,8 +117,7 @@ std::int64_t Engine::next_time(unsigned cpu) const {
   const CpuState& cs = cpus_[cpu];
   // While paying its exit latency a CPU runs no code: everything waits.
   if (cs.act == Activity::exiting) return cs.exit_done;
-  std::int64_t t = std::min({cs.ipi_at, cs.irq_end, cs.fair_server_at});
-  t = std::min(t, clock_at(cs));
+  std::int64_t t = std::min({cs.ipi_at, cs.irq_end, clock_at(cpu)});
   if (!cs.work.empty()) t = std::min(t, cs.work.top().t);
   return t;
 }
@@ -105,7 +126,9 @@ SimResult Engine::run() {
   const unsigned n = topo_.nr_cpus();
   // Every CPU has just booted and runs; its periodic tick is on the grid.
   for (unsigned c = 0; c < n; ++c) {
-    cpus_[c].next_tick = next_tick_after(now_);
+    set_context(c);
+    cpus_[c].tick_timer = new_hrtimer(HrtimerKind::tick, cfg_.tick_function, c, false);
+    tick_program(c, next_tick_after(now_));
     cpus_[c].since = now_;
     busy_.set(c);
   }
@@ -156,6 +179,14 @@ SimResult Engine::run() {
     // Busy time at busy power (mW x ns = 1e-6 µJ).
     res_.cpus[c].energy_uj += cfg_.idle.busy_power_mw * static_cast<double>(res_.cpus[c].busy_ns) * 1e-6;
   }
+  for (unsigned c = 0; c < n; ++c) {
+    const HrtimerCpuBase& b = hr_.base(c);
+    CpuCounters& cc = res_.cpus[c];
+    cc.hrtimer_interrupts = b.nr_events;
+    cc.hrtimer_retries = b.nr_retries;
+    cc.hrtimer_hangs = b.nr_hangs;
+    cc.hrtimer_max_hang_ns = b.max_hang_time_ns;
+  }
   res_.end_ns = end_ns_;
   res_.pending_at_end = pending_;
   if (cfg_.record_events) {
@@ -172,7 +203,7 @@ void Engine::step(unsigned cpu) {
     finish_exit(cpu);
     return;
   }
-  const std::int64_t clock = clock_at(cs);
+  const std::int64_t clock = clock_at(cpu);
   const WakeSource src = cs.ipi_at <= now_ ? WakeSource::ipi : clock <= now_ ? WakeSource::clock : WakeSource::device;
   if (cs.act == Activity::idle && src == WakeSource::device && script_runs_in_idle(cpu)) return;
   if (cs.act == Activity::idle) {
@@ -188,20 +219,7 @@ void Engine::step(unsigned cpu) {
     // no task is waiting); a running CPU has nothing to do.
     if (cs.act == Activity::irq) cs.need_resched = true;
   } else if (src == WakeSource::clock) {
-    if (cs.tick_stopped) {
-      cs.wakeup = INT64_MAX;  // one-shot: the idle loop programs the next
-    } else {
-      cs.next_tick = next_tick_after(now_) + cs.tick_delay_ns;  // on the grid, even after an exit latency
-    }
-    tick(cpu);
-  } else if (cs.fair_server_at <= now_) {
-    cs.fair_server_at = INT64_MAX;
-    // dl_task_timer: the server has no fair task to run, but the idle task is
-    // told to reschedule (a running task is not disturbed).
-    if (cs.act == Activity::irq && cs.in_idle_loop) {
-      cs.need_resched = true;
-      cs.irq_end = std::max(cs.irq_end, now_ + cfg_.workload.irq_ns);
-    }
+    clock_interrupt(cpu);
   } else if (cs.irq_end <= now_) {
     cs.irq_end = INT64_MAX;
     irq_done(cpu);
@@ -235,6 +253,34 @@ void Engine::set_busy(unsigned cpu, bool busy) {
 // The tick (tick_nohz_handler -> update_process_times -> run_local_timers)
 // and the TIMER softirq (run_timer_softirq).
 
+std::int64_t Engine::tick_expires(unsigned cpu) const {
+  const Hrtimer& h = hr_[cpus_[cpu].tick_timer];
+  return h.queued() ? h.expires : INT64_MAX;
+}
+
+void Engine::tick_program(unsigned cpu, std::int64_t expires) {
+  // hrtimer_start(&ts->sched_timer, expires, HRTIMER_MODE_ABS_PINNED_HARD), or
+  // hrtimer_cancel for no event; on the tick's own CPU.
+  const HrtimerId t = cpus_[cpu].tick_timer;
+  if (expires == INT64_MAX) {
+    hr_.cancel(t);
+  } else {
+    hr_.start(t, expires, HRTIMER_MODE_ABS | HRTIMER_MODE_PINNED | HRTIMER_MODE_HARD);
+  }
+}
+
+HrtimerRestart Engine::tick_nohz_handler(unsigned cpu) {
+  // The tick's callback (tick_sched_timer before 6.10): the tick's work,
+  // then forward to the next grid point unless the tick is stopped (the
+  // idle loop programs a stopped tick's next wakeup).
+  tick(cpu);
+  CpuState& cs = cpus_[cpu];
+  if (cs.tick_stopped) return HrtimerRestart::norestart;
+  Hrtimer& h = hr_[cs.tick_timer];
+  h.expires = h.softexpires = next_tick_after(now_) + cs.tick_delay_ns;  // on the grid, even after an exit latency
+  return HrtimerRestart::restart;
+}
+
 void Engine::tick(unsigned cpu) {
   ++res_.cpus[cpu].ticks;
   cpus_[cpu].rcu_pending = false;  // the traces' window ends at the first tick (rcu_needs_cpu)
@@ -246,7 +292,7 @@ void Engine::tick(unsigned cpu) {
   const jiffies_t j = jiffies();
   bool raise = cpu_timers_[cpu].any_base_due(j, cfg_.pull_model);
   if (!raise && cfg_.pull_model) raise = tmigr_->tmigr_requires_handle_remote(cpu, basem_of(j));
-  if (raise) run_timer_softirq(cpu);
+  if (raise) cpus_[cpu].timer_softirq_raised = true;  // runs at the interrupt's exit
 }
 
 void Engine::jiffies_stall_check(unsigned cpu) {
@@ -266,8 +312,9 @@ void Engine::jiffies_stall_check(unsigned cpu) {
 void Engine::run_timer_softirq(unsigned cpu) {
   ++res_.cpus[cpu].softirqs;
   TimerCpu& tc = cpu_timers_[cpu];
-  // A softirq does not run twice at once: this one starts after the last.
-  softirq_ns_ = std::max<std::int64_t>(0, cpus_[cpu].softirq_end - now_);
+  // A softirq does not run twice at once: this one starts after the last,
+  // and after the hard interrupt that raised it.
+  softirq_ns_ = std::max<std::int64_t>(hardirq_ns_, cpus_[cpu].softirq_end - now_);
   // The owner's own bases first (its global one too), then the remote ones.
   run_base(tc.base(BASE_LOCAL));
   if (cfg_.pull_model) run_base(tc.base(BASE_GLOBAL));
@@ -300,7 +347,7 @@ bool Engine::remote_yield() {
   // Only an idle CPU woken for the duty lets go (a busy migrator's softirq
   // interrupts its task; it takes them all): others may wake meanwhile.
   CpuState& cs = cpus_[cur_];
-  if (softirq_ns_ == 0 || cs.act != Activity::irq) return false;
+  if (softirq_ns_ <= hardirq_ns_ || cs.act != Activity::irq) return false;  // no callback took time
   cs.remote_more = true;
   return true;
 }
@@ -504,6 +551,8 @@ void Engine::trace_timer_cancel(TimerBase& base, TimerId t) {
 void Engine::check_invariants() {
   const std::string t = tmigr_->check_invariants();
   if (!t.empty()) throw std::logic_error("timer migration invariant violated at " + std::to_string(now_) + ": " + t);
+  const std::string h = hr_.check_invariants();
+  if (!h.empty()) throw std::logic_error("hrtimer invariant violated at " + std::to_string(now_) + ": " + h);
   for (const TimerCpu& tc : cpu_timers_) {
     for (unsigned b = 0; b < NR_BASES; ++b) {
       const std::string w = tc.base(b).check_invariants();

@@ -81,12 +81,15 @@ std::int64_t Engine::tick_nohz_next_event(unsigned cpu, jiffies_t basej, std::ui
 }
 
 std::int64_t Engine::tick_nohz_get_sleep_length(unsigned cpu, std::int64_t* delta_tick) {
-  CpuState& cs = cpus_[cpu];
-  const std::int64_t programmed = cs.tick_stopped ? cs.wakeup : cs.next_tick;
+  // The device's next event (the tick, or an earlier hrtimer); then the
+  // wheel's next event, or the first hrtimer other than the tick if earlier
+  // (hrtimer_next_event_without): the governor sees every hrtimer.
+  const std::int64_t programmed = hr_.base(cpu).device_next;
   *delta_tick = programmed == INT64_MAX ? INT64_MAX : programmed - now_;
   const jiffies_t basej = jiffies();
-  const std::int64_t next = tick_nohz_next_event(cpu, basej, basem_of(basej));
+  std::int64_t next = tick_nohz_next_event(cpu, basej, basem_of(basej));
   if (next == 0) return *delta_tick;
+  next = std::min(next, hr_.next_event_without(cpu, cpus_[cpu].tick_timer));
   return next >= static_cast<std::int64_t>(KTIME_MAX) ? INT64_MAX : next - now_;
 }
 
@@ -117,17 +120,17 @@ void Engine::tick_nohz_stop_tick(unsigned cpu, jiffies_t basej, std::uint64_t ba
   // estimate saw: keep the earlier.
   if (expires > static_cast<std::uint64_t>(cs.timer_expires)) expires = static_cast<std::uint64_t>(cs.timer_expires);
   if (!timer_idle) return;  // the base could not be marked idle: keep the tick
+  const bool was_stopped = cs.tick_stopped;
   if (!cs.tick_stopped) {
     cs.tick_stopped = true;
     if (do_timer_cpu_ == static_cast<int>(cpu)) do_timer_cpu_ = -1;  // give up the jiffies duty
     ++res_.cpus[cpu].tick_stops;
     if (cfg_.record_events) log_.add(SimEvent::tick_stop, {1});
   }
+  // The tick's hrtimer now stands for the next event (none: cancelled); a
+  // stopped tick already programmed for it is left alone.
   const std::int64_t wakeup = expires >= KTIME_MAX ? INT64_MAX : static_cast<std::int64_t>(expires);
-  if (cfg_.record_events && wakeup != cs.wakeup && wakeup != INT64_MAX) {
-    log_.add(SimEvent::hrtimer_start, {std::uint64_t{cpu} + 1, static_cast<std::uint64_t>(wakeup)});
-  }
-  cs.wakeup = wakeup;
+  if (!was_stopped || tick_expires(cpu) != wakeup) tick_program(cpu, wakeup);
 }
 
 void Engine::enter_state(unsigned cpu, int idx) {
@@ -169,7 +172,15 @@ void Engine::begin_exit(unsigned cpu, WakeSource src) {
   --node_idle_[static_cast<unsigned>(topo_.node_of(cpu))];
   cs.act = Activity::exiting;
   cs.wake_src = src;
-  cs.exit_done = now_ + cfg_.idle.states[static_cast<std::size_t>(cs.state)].exit_latency_ns;
+  const std::int64_t exit = cfg_.idle.states[static_cast<std::size_t>(cs.state)].exit_latency_ns;
+  cs.exit_done = now_ + exit;
+  cs.wake_function = -1;
+  cs.wake_by_tick = false;
+  if (src == WakeSource::clock) {  // for the latency of what the interrupt runs
+    cs.clock_woke_at = now_;
+    cs.clock_woke_exit_ns = exit;
+    cs.clock_woke_state = cs.state;
+  }
 }
 
 void Engine::finish_exit(unsigned cpu) {
@@ -236,7 +247,8 @@ void Engine::resolve_cause(unsigned cpu) {
       cause = task ? WakeCause::task : WakeCause::ipi;
       break;
     case WakeSource::clock:
-      cause = cc.timers_expired_local > cs.local_before     ? WakeCause::timer
+      cause = cs.wake_function >= 0 && !cs.wake_by_tick         ? WakeCause::hrtimer
+              : cc.timers_expired_local > cs.local_before     ? WakeCause::timer
               : cc.remote_expiries_done > cs.remote_before ? WakeCause::remote_duty
               : cs.tick_stopped                            ? WakeCause::timer
                                                            : WakeCause::tick;
@@ -246,7 +258,11 @@ void Engine::resolve_cause(unsigned cpu) {
       break;
   }
   ++res_.cpus[cpu].wakeups_by[static_cast<int>(cause)];
-  if (cs.period_row >= 0) res_.idle_periods.cause[static_cast<std::size_t>(cs.period_row)] = static_cast<std::uint8_t>(cause);
+  if (cs.period_row >= 0) {
+    const auto row = static_cast<std::size_t>(cs.period_row);
+    res_.idle_periods.cause[row] = static_cast<std::uint8_t>(cause);
+    res_.idle_periods.function[row] = cs.wake_function;
+  }
   cs.period_row = -1;
 }
 
@@ -281,9 +297,10 @@ void Engine::tick_nohz_idle_exit(unsigned cpu) {
   cs.in_idle_loop = false;
   if (cs.tick_stopped) {
     cs.tick_stopped = false;
-    cs.wakeup = INT64_MAX;
     timer_clear_idle(cpu);
-    cs.next_tick = next_tick_after(now_) + cs.tick_delay_ns;
+    // tick_nohz_restart: cancel, then on the grid again.
+    hr_.cancel(cs.tick_timer);
+    tick_program(cpu, next_tick_after(now_) + cs.tick_delay_ns);
   } else if (!cfg_.pull_model) {
     // Before 6.9 the base may be marked idle with the tick kept.
     cpu_timers_[cpu].timer_clear_idle();

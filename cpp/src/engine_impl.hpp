@@ -10,6 +10,7 @@
 
 #include "timerlab/cpu_queue.hpp"
 #include "timerlab/engine.hpp"
+#include "timerlab/hrtimer.hpp"
 #include "timerlab/mod_timer.hpp"
 
 namespace timerlab {
@@ -37,8 +38,12 @@ struct WorkItem {
 };
 enum WorkKind : std::uint8_t {
   work_resched, work_burst_end, work_task_wake, work_stream, work_cancel, work_remote, work_loop, work_script,
-  work_script_step  // the next item of a CPU's scripted activity (engine_replay.cpp)
+  work_script_step,  // the next item of a CPU's scripted activity (engine_replay.cpp)
+  work_preempt       // a higher-priority task woken here takes the CPU (resched_curr)
 };
+
+// What an hrtimer's callback does (engine_hrtimer.cpp).
+enum class HrtimerKind : std::uint8_t { none, tick, sleeper, fair_server, script };
 
 struct CpuState {
   Activity act = Activity::run;
@@ -54,6 +59,7 @@ struct CpuState {
   std::uint8_t script_tick = 0;  // a replayed trace's tick decision: 0 governor, 1 keep, 2 stop
   std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
+  bool preempt_pending = false;  // a higher priority woken in this clock interrupt
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool remote_more = false;    // let go of the hierarchy mid-way (remote_yield): back at irq end
   std::int64_t softirq_end = 0;  // when its last timer softirq's callbacks are done
@@ -65,8 +71,23 @@ struct CpuState {
   jiffies_t next_expiry_pre59 = 0;
   jiffies_t last_tick_jiffies = 0;
   bool tick_stopped = false;
-  std::int64_t next_tick = 0;            // periodic tick, when it runs
-  std::int64_t wakeup = INT64_MAX;       // the stopped tick's programmed wakeup
+  // The tick is an hrtimer (tick_sched.sched_timer): periodic while it runs,
+  // the stopped tick's programmed wakeup otherwise (not queued: none).
+  HrtimerId tick_timer = kNoHrtimer;
+  HrtimerId fair_server = kNoHrtimer;    // the fair server's dl_task_timer (SimConfig)
+  bool timer_softirq_raised = false;     // by the tick's run_local_timers
+  // The clock interrupt being served, for the latency of what it runs: the
+  // time its device was programmed for, when it reached the CPU (an idle
+  // CPU's wakeup; INT64_MIN: the CPU was awake), the exit latency paid and
+  // the idle state left (-1: none).
+  std::int64_t clock_woke_at = INT64_MIN, clock_woke_exit_ns = 0;
+  std::int32_t clock_woke_state = -1;
+  std::int64_t irq_programmed = 0, irq_arrival = 0, irq_exit_ns = 0, irq_start = 0;
+  std::int32_t irq_state = -1;
+  // The first hrtimer the interrupt that ended an idle period ran (its
+  // function names the wakeup), kNoHrtimer if none.
+  std::int32_t wake_function = -1;
+  bool wake_by_tick = false;
   // How late the clock wakeup that ends this idle period arrives
   // (wake_latency.hpp): drawn at the idle entry, unless a replay traced the
   // wakeup programmed for traced_late_for.
@@ -75,7 +96,6 @@ struct CpuState {
   std::int64_t timer_expires = 0;        // tick_nohz_next_event's result
   std::int64_t irq_end = INT64_MAX;
   std::int64_t ipi_at = INT64_MAX;
-  std::int64_t fair_server_at = INT64_MAX;  // the fair server's dl_task_timer (SimConfig)
   std::int64_t since = 0;                // start of the current activity
   int running = -1;                      // task
   std::vector<int> runq;                 // runnable tasks, FIFO
@@ -95,12 +115,38 @@ struct CpuState {
   std::priority_queue<WorkItem, std::vector<WorkItem>, std::greater<>> work;
 };
 
+// A measured wakeup on its way to res.latency: the hrtimer's requested (R)
+// and hard (E) expiry, the clock interrupt that ran it — programmed for P,
+// reaching the CPU at A, after an exit latency served from `irq_start` —
+// and when its handler ran (H).
+struct LatencyDraft {
+  bool active = false;
+  std::int64_t requested_ns = 0, expires_ns = 0, programmed_ns = 0, arrival_ns = 0, exit_ns = 0;
+  std::int64_t irq_start_ns = 0, handler_ns = 0;
+  std::int32_t state = -1;
+};
+
 struct TaskState {
   unsigned cpu;
   unsigned spec;
   bool sleeping = true;
   TimerId sleep_timer = kNoTimer;
   Rng rng;
+  unsigned prio = 0;                 // 0: SCHED_OTHER; 1..99: SCHED_FIFO
+  HrtimerId sleeper = kNoHrtimer;    // an hrtimer sleep's hrtimer_sleeper
+  std::int64_t next_abs = 0;         // clock_nanosleep ABS / timerlat: the period boundary
+  std::uint32_t burst_gen = 0;       // tells a preempted burst's stale end apart
+  std::int64_t burst_end = 0;        // when its current burst ends
+  std::int64_t remaining_ns = -1;    // preempted: the rest of its burst (-1: none)
+  LatencyDraft sample;               // a measured wakeup in flight (res.latency)
+};
+
+// An hrtimer's side data (the model's Hrtimer holds the kernel's fields).
+struct HrtimerInfo {
+  HrtimerKind kind = HrtimerKind::none;
+  std::uint8_t mode = 0;
+  std::int64_t row = -1;  // res.hrtimers
+  std::int64_t callback_ns = -1;  // a replay's traced duration (-1: the function's)
 };
 
 struct TimerInfo {
@@ -112,7 +158,7 @@ struct TimerInfo {
   std::int64_t callback_ns = -1;  // a replay's traced duration of this instance's callback (-1: the function's)
 };
 
-class Engine final : public TmigrHost, public HardGlobalEvents {
+class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHost {
  public:
   explicit Engine(const SimConfig& cfg);
   SimResult run();
@@ -136,6 +182,17 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   std::uint64_t fetch_next_global_remote(unsigned cpu) override;
   std::uint64_t first_hard_global(jiffies_t basej, std::uint64_t basem) override;
   bool remote_yield() override;
+  // HrtimerHost (engine_hrtimer.cpp)
+  unsigned hrtimer_this_cpu() override { return cur_; }
+  std::int64_t hrtimer_now() override { return now_ + hardirq_ns_; }
+  unsigned hrtimer_nohz_target() override { return get_nohz_timer_target(cur_); }
+  bool hrtimer_tick_running() override { return !cpus_[cur_].tick_stopped || cpus_[cur_].need_resched; }
+  HrtimerRestart hrtimer_callback(HrtimerId t, std::int64_t now) override;
+  void hrtimer_device_programmed(unsigned cpu, std::int64_t) override {
+    if (cpu != cur_) touch(cpu);
+  }
+  void trace_hrtimer_start(HrtimerId t, std::uint8_t mode, bool was_armed) override;
+  void trace_hrtimer_cancel(HrtimerId t) override;
 
  private:
   // engine.cpp
@@ -144,12 +201,16 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   std::int64_t next_tick_after(std::int64_t ns) const;
   void step(unsigned cpu);
   std::int64_t next_time(unsigned cpu) const;
-  std::int64_t clock_at(const CpuState& cs) const;
+  std::int64_t clock_at(unsigned cpu) const;
   void set_context(unsigned cpu) {
     cur_ = cpu;
     log_.set_context(now_, cpu);
   }
   void tick(unsigned cpu);
+  HrtimerRestart tick_nohz_handler(unsigned cpu);
+  void clock_interrupt(unsigned cpu);
+  void tick_program(unsigned cpu, std::int64_t expires);  // the tick hrtimer (re)armed, or cancelled
+  std::int64_t tick_expires(unsigned cpu) const;
   void jiffies_stall_check(unsigned cpu);  // tick_sched_do_timer's, 5.18+
   void run_timer_softirq(unsigned cpu);
   void handle_remote(unsigned cpu);
@@ -193,6 +254,9 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   void work(unsigned cpu, const WorkItem& item);
   void cancel_timeout(unsigned cpu, std::uint64_t id);
   void wake_task(int task);
+  void preempt(unsigned cpu);
+  void extend_burst(unsigned cpu, std::int64_t ns);
+  int pick_next_task(unsigned cpu);
   void run_next_task(unsigned cpu);
   void task_starts_running(unsigned cpu, int task);
   void task_burst_end(unsigned cpu, int task);
@@ -204,6 +268,15 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   void interrupt(unsigned cpu);  // a device interrupt on `cpu` (wakes it if idle)
   jiffies_t timeout_jiffies(std::int64_t ns) const;
   void push_work(unsigned cpu, WorkItem item);
+
+  // engine_hrtimer.cpp
+  HrtimerId new_hrtimer(HrtimerKind kind, std::uint16_t function, std::uint32_t owner, bool soft);
+  void hrtimer_row_end(HrtimerId t, TimerOutcome outcome, std::int64_t at);
+  std::int64_t hrtimer_callback_ns(HrtimerId t) const;
+  void hrtimer_sleep(unsigned cpu, int task);
+  void fair_server_fired(unsigned cpu);
+  void latency_draft(unsigned cpu, int task, HrtimerId t, std::int64_t handler_at);
+  void latency_done(unsigned cpu, int task);
 
   // engine_replay.cpp (the script of a replayed trace, workload.hpp)
   void start_script();
@@ -245,6 +318,11 @@ class Engine final : public TmigrHost, public HardGlobalEvents {
   unsigned cur_ = 0;
   bool in_mod_timer_ = false;
   std::int64_t softirq_ns_ = 0;  // time the current timer softirq has taken so far (callbacks)
+  std::int64_t hardirq_ns_ = 0;  // time the current hard interrupt has taken so far (entry, hrtimer callbacks)
+  bool in_clock_irq_ = false;    // inside clock_interrupt (hard handlers and softirqs)
+  Hrtimers hr_;
+  std::vector<HrtimerInfo> hinfo_;
+  bool trace_hrtimers_ = true;  // off for the replay's own tick bookkeeping (tick_delay)
   // A replayed re-arm from the timer's own callback: __mod_timer keeps the
   // timer on its base, as it does while the callback runs there.
   bool keep_base_ = false;

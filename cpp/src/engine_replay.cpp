@@ -348,8 +348,11 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       // (hrtimer_forward) with its usual lateness.
       if (it.duration_ns < static_cast<std::int64_t>(tick_nsec_)) cs.tick_delay_ns = it.duration_ns;
       if (!cs.tick_stopped) {
+        // The replay's bookkeeping, not a kernel restart: no trace of it.
         const std::int64_t own = next_tick_after(it.t_ns) + it.duration_ns;
-        cs.next_tick = own >= now_ ? own : next_tick_after(now_) + cs.tick_delay_ns;
+        trace_hrtimers_ = false;
+        tick_program(cpu, own >= now_ ? own : next_tick_after(now_) + cs.tick_delay_ns);
+        trace_hrtimers_ = true;
       }
       break;
     case ScriptOp::tick_policy:

@@ -46,6 +46,12 @@ void WorkloadSpec::validate(unsigned nr_cpus) const {
     if (tasks[i].run_ns.mean() + tasks[i].sleep_ns.mean() <= 0) bad(w + ": run_ns + sleep_ns must be positive");
     check_fn(tasks[i].sleep_function, w);
     check_timeouts(tasks[i].timeouts, w + ".timeouts");
+    if (tasks[i].sleep > SleepKind::timerlat) bad(w + ": unknown sleep kind");
+    if (tasks[i].rt_priority > 99) bad(w + ".rt_priority must be in [0, 99]");
+    if (tasks[i].nice < -20 || tasks[i].nice > 19) bad(w + ".nice must be in [-20, 19]");
+    if (tasks[i].timer_slack_ns < 0 || tasks[i].timer_slack_ns > 1'000'000'000) bad(w + ".timer_slack_ns must be in [0, 1 s]");
+    if (tasks[i].range_ns < 0 || tasks[i].range_ns > 1'000'000'000) bad(w + ".range_ns must be in [0, 1 s]");
+    if (tasks[i].measure > Measure::timerlat) bad(w + ": unknown measure");
   }
   for (std::size_t i = 0; i < streams.size(); ++i) {
     const std::string w = "timeouts[" + std::to_string(i) + "]";
@@ -100,7 +106,12 @@ void Engine::start_workload() {
         const auto id = static_cast<std::uint32_t>(tasks_.size());
         tasks_.push_back({c, s, true, kNoTimer, Rng(cfg_.seed, kTaskStream + id)});
         TaskState& ts = tasks_.back();
-        if (spec.sleep_on_timer) ts.sleep_timer = new_timer(TimerKind::sleep, spec.sleep_function, 0, id, c);
+        ts.prio = spec.rt_priority;
+        if (spec.sleep == SleepKind::timeout) ts.sleep_timer = new_timer(TimerKind::sleep, spec.sleep_function, 0, id, c);
+        if (spec.hrtimer_sleep()) {
+          set_context(c);  // hrtimer_setup_sleeper on the task's CPU
+          ts.sleeper = new_hrtimer(HrtimerKind::sleeper, spec.sleep_function, id, false);
+        }
         // Start at a random phase of the task's cycle, woken from outside.
         const double cycle = spec.run_ns.mean() + spec.sleep_ns.mean();
         push_work(c, {now_ + static_cast<std::int64_t>(cycle * ts.rng.uniform()), work_task_wake, id});
@@ -139,9 +150,14 @@ void Engine::start_workload() {
 
 void Engine::work(unsigned cpu, const WorkItem& item) {
   switch (item.kind) {
-    case work_burst_end:
-      task_burst_end(cpu, static_cast<int>(item.id));
+    case work_burst_end: {
+      // (generation << 32) | task: a preempted burst's old end is stale.
+      const auto task = static_cast<int>(item.id & 0xFFFFFFFFu);
+      if (tasks_[static_cast<std::size_t>(task)].burst_gen == (item.id >> 32) && cpus_[cpu].running == task) {
+        task_burst_end(cpu, task);
+      }
       break;
+    }
     case work_task_wake:
       interrupt(cpu);  // the event that ends the sleep arrives as an interrupt
       wake_task(static_cast<int>(item.id));
@@ -151,6 +167,9 @@ void Engine::work(unsigned cpu, const WorkItem& item) {
       break;
     case work_resched:
       if (cpus_[cpu].act == Activity::run && cpus_[cpu].running < 0) run_next_task(cpu);
+      break;
+    case work_preempt:
+      preempt(cpu);
       break;
     case work_cancel:
       cancel_timeout(cpu, item.id);
@@ -197,17 +216,62 @@ void Engine::wake_task(int task) {
     // A CPU kept busy by background load runs the task next; it is
     // scheduled in that CPU's own step, not inside the waker's context.
     push_work(cpu, {now_, work_resched, static_cast<std::uint64_t>(task)});
+  } else if (ts.prio > tasks_[static_cast<std::size_t>(cs.running)].prio) {
+    // wakeup_preempt -> resched_curr: on this CPU when the waking interrupt
+    // returns, on another once its reschedule IPI arrives.
+    if (cpu == cur_ && in_clock_irq_) {
+      cs.preempt_pending = true;  // clock_interrupt knows when it returns
+    } else if (cpu == cur_) {
+      push_work(cpu, {now_, work_preempt, static_cast<std::uint64_t>(task)});
+    } else {
+      push_work(cpu, {log_.ts_ns() + cfg_.ipi_latency_ns, work_preempt, static_cast<std::uint64_t>(task)});
+      send_ipi(cpu);
+    }
   }
   if (cpu != cur_) touch(cpu);
+}
+
+int Engine::pick_next_task(unsigned cpu) {
+  // The highest priority first; among equals, the first to become runnable.
+  std::vector<int>& q = cpus_[cpu].runq;
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < q.size(); ++i) {
+    if (tasks_[static_cast<std::size_t>(q[i])].prio > tasks_[static_cast<std::size_t>(q[best])].prio) best = i;
+  }
+  const int task = q[best];
+  q.erase(q.begin() + static_cast<std::ptrdiff_t>(best));
+  return task;
+}
+
+void Engine::preempt(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  if (cs.act != Activity::run || cs.running < 0 || cs.runq.empty()) return;
+  TaskState& cur = tasks_[static_cast<std::size_t>(cs.running)];
+  unsigned top = 0;
+  for (const int t : cs.runq) top = std::max(top, tasks_[static_cast<std::size_t>(t)].prio);
+  if (top <= cur.prio) return;
+  // The running task keeps the rest of its burst and waits at the head of the queue.
+  ++res_.cpus[cpu].preemptions;
+  cur.remaining_ns = std::max<std::int64_t>(0, cur.burst_end - now_);
+  ++cur.burst_gen;
+  cs.runq.insert(cs.runq.begin(), cs.running);
+  cs.running = -1;
+  task_starts_running(cpu, pick_next_task(cpu));
+}
+
+void Engine::extend_burst(unsigned cpu, std::int64_t ns) {
+  // The running task's burst ends later (its old end is stale).
+  TaskState& ts = tasks_[static_cast<std::size_t>(cpus_[cpu].running)];
+  ts.burst_end += ns;
+  ++ts.burst_gen;
+  push_work(cpu, {ts.burst_end, work_burst_end, (std::uint64_t{ts.burst_gen} << 32) | static_cast<unsigned>(cpus_[cpu].running)});
 }
 
 void Engine::run_next_task(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
   set_context(cpu);
   if (!cs.runq.empty()) {
-    const int task = cs.runq.front();
-    cs.runq.erase(cs.runq.begin());
-    task_starts_running(cpu, task);
+    task_starts_running(cpu, pick_next_task(cpu));
   } else if (cs.always_busy || cs.script_busy) {
     account(cpu);
     cs.act = Activity::run;
@@ -226,11 +290,29 @@ void Engine::task_starts_running(unsigned cpu, int task) {
   account(cpu);
   cs.act = Activity::run;
   cs.running = task;
-  if (cfg_.fair_server_defer_ns) cs.fair_server_at = now_ + cfg_.fair_server_defer_ns;  // dl_server_start
   set_busy(cpu, true);
+  latency_done(cpu, task);  // a measured wakeup: the task runs now
+  if (ts.remaining_ns >= 0) {  // back after a preemption: the rest of its burst
+    ts.burst_end = now_ + ts.remaining_ns;
+    ts.remaining_ns = -1;
+    push_work(cpu, {ts.burst_end, work_burst_end, (std::uint64_t{ts.burst_gen} << 32) | static_cast<unsigned>(task)});
+    return;
+  }
+  if (cfg_.fair_server_defer_ns && ts.prio == 0) {
+    // dl_server_start: a fair task runs; the server's timer is armed at its zero-laxity point.
+    if (cs.fair_server == kNoHrtimer) cs.fair_server = new_hrtimer(HrtimerKind::fair_server, cfg_.fair_server_function, cpu, false);
+    hr_.start(cs.fair_server, now_ + cfg_.fair_server_defer_ns, HRTIMER_MODE_ABS | HRTIMER_MODE_HARD);
+  }
   // Woken before its timeout: schedule_timeout deletes its timer.
   if (ts.sleep_timer != kNoTimer && pool_[ts.sleep_timer].pending()) del_timer(cpu, ts.sleep_timer);
-  push_work(cpu, {now_ + spec.run_ns.sample_ns(ts.rng), work_burst_end, static_cast<std::uint64_t>(task)});
+  // A periodic sleeper's next boundary, missed ones skipped (cyclictest; timerlat's wait_next_period).
+  if (spec.sleep == SleepKind::clock_nanosleep || spec.sleep == SleepKind::timerlat) {
+    const std::int64_t period = std::max<std::int64_t>(1, spec.sleep_ns.sample_ns(ts.rng));
+    ts.next_abs = ts.next_abs == 0 ? now_ + period : ts.next_abs + period;
+    if (ts.next_abs <= now_) ts.next_abs += ((now_ - ts.next_abs) / period + 1) * period;
+  }
+  ts.burst_end = now_ + spec.run_ns.sample_ns(ts.rng);
+  push_work(cpu, {ts.burst_end, work_burst_end, (std::uint64_t{ts.burst_gen} << 32) | static_cast<unsigned>(task)});
   arm_timeouts(cpu, spec.timeouts, ts.rng);
 }
 
@@ -238,16 +320,59 @@ void Engine::task_burst_end(unsigned cpu, int task) {
   CpuState& cs = cpus_[cpu];
   TaskState& ts = tasks_[static_cast<std::size_t>(task)];
   const TaskSpec& spec = cfg_.workload.tasks[ts.spec];
-  const std::int64_t sleep = spec.sleep_ns.sample_ns(ts.rng);
   ts.sleeping = true;
   cs.running = -1;
   cs.rcu_pending = true;  // the tick stays until the next one runs (rcu_needs_cpu, engine.hpp)
-  if (spec.sleep_on_timer) {
+  if (spec.sleep == SleepKind::timeout) {
+    const std::int64_t sleep = spec.sleep_ns.sample_ns(ts.rng);
     arm(cpu, ts.sleep_timer, jiffies() + timeout_jiffies(sleep), MOD_TIMER_NOTPENDING);  // schedule_timeout
+  } else if (spec.sleep == SleepKind::external) {
+    push_work(cpu, {now_ + spec.sleep_ns.sample_ns(ts.rng), work_task_wake, static_cast<std::uint64_t>(task)});
   } else {
-    push_work(cpu, {now_ + sleep, work_task_wake, static_cast<std::uint64_t>(task)});
+    hrtimer_sleep(cpu, task);
   }
   run_next_task(cpu);
+}
+
+void Engine::hrtimer_sleep(unsigned cpu, int task) {
+  // The sleep's window by its kind (hrtimers-and-latency.md §A.2); an RT
+  // task's is 0 (its timer_slack_ns, and schedule_hrtimeout_range since 6.12).
+  TaskState& ts = tasks_[static_cast<std::size_t>(task)];
+  const TaskSpec& spec = cfg_.workload.tasks[ts.spec];
+  const std::int64_t slack = spec.slack_ns();
+  const bool rt = spec.rt_priority > 0;
+  std::int64_t at = 0, delta = 0;
+  std::uint8_t mode = HRTIMER_MODE_ABS;
+  switch (spec.sleep) {
+    case SleepKind::nanosleep:
+      at = spec.sleep_ns.sample_ns(ts.rng);
+      delta = slack;
+      mode = HRTIMER_MODE_REL;
+      break;
+    case SleepKind::clock_nanosleep:
+      at = ts.next_abs;
+      delta = slack;
+      break;
+    case SleepKind::poll: {
+      // select_estimate_accuracy: 0.1 % of the timeout (0.5 % when niced),
+      // at most 100 ms, at least the task's slack.
+      const std::int64_t timeout = spec.sleep_ns.sample_ns(ts.rng);
+      at = now_ + timeout;
+      delta = rt ? 0 : std::max(slack, std::min(timeout / (spec.nice > 0 ? 200 : 1000), kMaxPollSlackNs));
+      break;
+    }
+    case SleepKind::usleep_range:
+      at = now_ + spec.sleep_ns.sample_ns(ts.rng);
+      delta = rt ? 0 : spec.range_ns;
+      break;
+    case SleepKind::timerlat:
+      at = ts.next_abs;
+      mode = HRTIMER_MODE_ABS | HRTIMER_MODE_PINNED | HRTIMER_MODE_HARD;
+      break;
+    default:
+      return;
+  }
+  hr_.start_range_ns(ts.sleeper, at, delta, mode);
 }
 
 void Engine::arm_timeouts(unsigned cpu, const TimeoutSpec& spec, Rng& rng) {

@@ -70,7 +70,18 @@ const std::vector<SimEventSpec>& sim_event_schema() {
          {"child_evt_expiry_ns", K::u64, 7},
          {"child_evtcpu", K::i64, 8}});
     set(SimEvent::tmigr_handle_remote, "tmigr_handle_remote", {{"group", K::ptr, 0}, {"lvl", K::i64, 1}});
-    set(SimEvent::hrtimer_start, "hrtimer_start", {{"hrtimer", K::ptr, 0}, {"expires_ns", K::u64, 1}});
+    // Pointer ids of hrtimers: id + 1 (the tick's are CPU + 1: set up first).
+    set(SimEvent::hrtimer_start, "hrtimer_start",
+        {{"hrtimer", K::ptr, 0},
+         {"function", K::function, 1},
+         {"expires_ns", K::u64, 2},
+         {"softexpires_ns", K::u64, 3},
+         {"mode", K::hrtimer_mode, 4},
+         {"was_armed", K::i64, 5}});
+    set(SimEvent::hrtimer_cancel, "hrtimer_cancel", {{"hrtimer", K::ptr, 0}});
+    set(SimEvent::hrtimer_expire_entry, "hrtimer_expire_entry",
+        {{"hrtimer", K::ptr, 0}, {"function", K::function, 1}, {"now_ns", K::u64, 2}});
+    set(SimEvent::hrtimer_expire_exit, "hrtimer_expire_exit", {{"hrtimer", K::ptr, 0}});
     return s;
   }();
   return schema;

@@ -8,7 +8,8 @@ group lock) — several CPUs share one jiffy's events, as the kernel's do.
   a number for every function, or ``{function: ns}`` over the default,
   ``DEFAULT_NS`` (2 µs: the order of a wake_up_process or queue_work on bare
   metal; no published per-function figures — fit a machine's own with
-  :func:`callback_durations_of`).
+  :func:`callback_durations_of`); hrtimer callbacks default to
+  ``HRTIMER_DEFAULT_NS`` (the tick 1.5 µs, hrtimer_wakeup 0.3 µs).
 * Replays: each timer instance's own traced duration (timer_expire_entry to
   timer_expire_exit), else its function's median in the trace
   (:func:`instance_durations`). Under qemu TCG they are 30-600 µs.
@@ -25,6 +26,13 @@ import numpy as np
 from .trace.events import column
 
 DEFAULT_NS = 2000
+# hrtimer callbacks (hard interrupt context) in simulations: assumed figures
+# of the order rtla timerlat's auto-analysis shows for a timer IRQ's handlers
+# on bare metal (a few µs for the tick's update_process_times and scheduler
+# tick; well under a µs to wake a task); a replay's are its trace's (0 when
+# the trace has no hrtimer_expire_exit).
+HRTIMER_DEFAULT_NS = {"tick_nohz_handler": 1500, "tick_nohz_highres_handler": 1500, "tick_sched_timer": 1500,
+                      "hrtimer_wakeup": 300, "timerlat_irq": 500, "dl_task_timer": 500}
 
 
 def instance_durations(ev) -> tuple[dict, dict]:
@@ -83,5 +91,5 @@ def per_function(value, function_names) -> list:
     """The core's list: one duration per function code."""
     if value is None or isinstance(value, dict):
         table = value or {}
-        return [table.get(f, DEFAULT_NS) for f in function_names]
+        return [table.get(f, HRTIMER_DEFAULT_NS.get(f, DEFAULT_NS)) for f in function_names]
     return [value] * len(function_names)

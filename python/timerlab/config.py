@@ -7,8 +7,8 @@ naming the option and what is allowed. A Config is immutable:
 from __future__ import annotations
 
 from ._checks import check_choice, check_hz, check_int
-from .callbacks import check_callback_ns, per_function
-from .kernel import kernel_has, parse_kernel
+from .callbacks import HRTIMER_DEFAULT_NS, check_callback_ns, per_function
+from .kernel import kernel_has, parse_kernel, tick_function
 from .idle_states import IdleStates, preset as idle_preset, table as idle_table
 from .topology import LAYOUTS, Topology
 from .wake_latency import WakeLatency, preset as wake_preset
@@ -25,6 +25,14 @@ OVERHEAD_DEFAULTS = dict(enqueue_ns=62.0, dequeue_ns=47.0, push_target_ns=36.0, 
 # 50 ms per 1 s period, deferred to the zero-laxity point; the 6.12 traces
 # arm dl_task_timer 950 ms after a task starts (144 of 226 arms).
 FAIR_SERVER_DEFER_NS = 1_000_000_000 - 50_000_000
+# The latency model (engine.hpp, LatencyModel; res.latency): costs on the way
+# from a clock interrupt to the task it wakes. Assumed figures of a current
+# x86 server, of the order of the minima cyclictest and rtla timerlat report
+# on bare metal with idle=poll (hrtimers-and-latency.md §B), not measured by
+# timerlab: interrupt entry 0.5 µs, the switch to the woken task 0.7 µs, the
+# return to user space 0.3 µs.
+LATENCY_DEFAULTS = dict(irq_entry_ns=500, context_switch_ns=700, return_to_user_ns=300)
+RECORD_HRTIMERS = ("no_tick", "all", "none")
 
 _DEFAULTS = dict(
     cpus=None, nodes=None, node_of_cpu=None, layout="contiguous", smt=1, llc_size=0, bringup_order=None,
@@ -32,7 +40,7 @@ _DEFAULTS = dict(
     duration_ns=1_000_000_000, seed=1, start_ns=0, ipi_latency_ns=1000, irq_ns=2000, record_events=False,
     record_timers=True, check_invariants=False, idle_states="skx", governor="menu", busy_power_mw=None,
     latency_req_ns=None, record_idle=True, overhead=None, rcu_needs_cpu=True, wake_latency="bare_metal",
-    callback_ns=None,
+    callback_ns=None, timer_migration=True, latency_model=None, resume_latency_ns=None, record_hrtimers="no_tick",
 )
 
 
@@ -71,8 +79,19 @@ class Config:
     DataFrame), ``busy_power_mw`` (overrides the table's), ``governor``
     ("menu", "teo", "none" — no cpuidle driver: the first state, the tick
     always offered to stop —, "oracle", "shallowest", "deepest"), ``latency_req_ns``
-    (a PM QoS limit on exit latency; None: none). ``overhead``: costs (ns)
-    of timer code, overriding config.OVERHEAD_DEFAULTS.
+    (a /dev/cpu_dma_latency PM QoS limit on exit latency, ns; None: none; a
+    workload's own request, e.g. cyclictest's 0, applies too: the smaller
+    wins), ``resume_latency_ns`` (the per-CPU PM QoS resume latency limit,
+    ns: one number for every CPU, a list per CPU or {cpu: ns}; None: none).
+    ``overhead``: costs (ns) of timer code, overriding config.OVERHEAD_DEFAULTS.
+
+    hrtimers: ``timer_migration`` (kernel.timer_migration, default True: a
+    non-pinned hrtimer armed on an idle CPU goes to a busy one, never as its
+    first timer); ``latency_model``: the costs from a clock interrupt to a
+    woken task, overriding config.LATENCY_DEFAULTS (``irq_entry_ns``,
+    ``context_switch_ns``, ``return_to_user_ns``); ``record_hrtimers``:
+    which hrtimer instances res.hrtimers keeps ("no_tick" — all but the
+    tick's periodic re-arms —, "all", "none").
 
     Run: ``workload`` (timerlab.workloads; default ``workloads.mixed()``),
     ``duration_ns``, ``seed`` (fixes everything), ``start_ns`` (monotonic
@@ -91,7 +110,8 @@ class Config:
     __slots__ = ("_args", "topology", "hz", "placement", "remote_wakeup", "deferrable", "kernel", "workload",
                  "duration_ns", "seed", "start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers",
                  "check_invariants", "idle_states", "governor", "latency_req_ns", "record_idle", "overhead",
-                 "rcu_needs_cpu", "wake_latency", "callback_ns")
+                 "rcu_needs_cpu", "wake_latency", "callback_ns", "timer_migration", "latency_model",
+                 "resume_latency_ns", "record_hrtimers")
 
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(_DEFAULTS))
@@ -132,15 +152,23 @@ class Config:
         set_("latency_req_ns", None if latency is None else check_int("latency_req_ns", latency, minimum=0))
         set_("overhead", _overhead(args["overhead"]))
         set_("callback_ns", check_callback_ns(args["callback_ns"]))
-        for flag in ("record_events", "record_timers", "check_invariants", "record_idle", "rcu_needs_cpu"):
+        set_("latency_model", _costs("latency_model", args["latency_model"], LATENCY_DEFAULTS, integer=True))
+        set_("resume_latency_ns", _per_cpu_ns("resume_latency_ns", args["resume_latency_ns"], self.topology.cpus))
+        set_("record_hrtimers", check_choice("record_hrtimers", args["record_hrtimers"], RECORD_HRTIMERS))
+        for flag in ("record_events", "record_timers", "check_invariants", "record_idle", "rcu_needs_cpu",
+                     "timer_migration"):
             if not isinstance(args[flag], bool):
                 raise TypeError(f"{flag} must be True or False, got {args[flag]!r}")
             set_(flag, args[flag])
         # Resolve the workload's CPU sets now, so that a bad one fails here.
-        names = self.workload.to_core(self.topology, self.irq_ns)["function_names"]
-        if isinstance(self.callback_ns, dict) and set(self.callback_ns) - set(names):
-            raise ValueError(f"callback_ns names callback(s) {sorted(set(self.callback_ns) - set(names))} that the "
-                             f"workload does not arm; its callbacks are {sorted(names)}")
+        names = self.workload.to_core(self.topology, self.irq_ns)["function_names"] + self._engine_hrtimers()
+        # The engine's hrtimers of other releases may be named too (a replay's config
+        # replaced with another kernel keeps its durations).
+        unknown = set(self.callback_ns) - set(names) - set(HRTIMER_DEFAULT_NS) if isinstance(self.callback_ns, dict) \
+            else ()
+        if unknown:
+            raise ValueError(f"callback_ns names callback(s) {sorted(unknown)} that the workload does not arm; its "
+                             f"callbacks are {sorted(set(names))}")
         wl = args["wake_latency"]
         if isinstance(wl, str):
             wl = wake_preset(wl)
@@ -166,10 +194,18 @@ class Config:
         args.update(changes)
         return Config(**args)
 
+    def _engine_hrtimers(self) -> list:
+        """The callbacks of the hrtimers the engine itself arms: the tick, the fair server."""
+        return [tick_function(self.kernel), "dl_task_timer"]
+
     def to_core(self) -> dict:
         """The dict _core.simulate takes."""
         t = self.topology
         workload = self.workload.to_core(self.topology, self.irq_ns)
+        names = workload["function_names"]  # the engine's own hrtimers' callbacks join them
+        names.extend(f for f in self._engine_hrtimers() if f not in names)
+        tick_fn, fair_fn = (names.index(f) for f in self._engine_hrtimers())
+        qos = [x for x in (self.latency_req_ns, self.workload.pm_qos_ns()) if x is not None]
         return {
             "cpus": t.cpus, "nodes": t.nodes, "node_of_cpu": list(t.node_of_cpu), "smt": t.smt,
             "llc_size": t.llc_size, "bringup_order": list(t.bringup_order), "hz": self.hz,
@@ -188,7 +224,13 @@ class Config:
             "record_events": self.record_events,
             "record_timers": self.record_timers, "check_invariants": self.check_invariants,
             "record_idle": self.record_idle, "idle": self.idle_states.to_core(), "governor": self.governor,
-            "latency_req_ns": (1 << 63) - 1 if self.latency_req_ns is None else self.latency_req_ns,
+            "latency_req_ns": min(qos) if qos else (1 << 63) - 1,
+            "resume_latency_ns": list(self.resume_latency_ns or ()),
+            "timer_migration": self.timer_migration,
+            "hrtimer_keep_local": kernel_has(self.kernel, "hrtimer_keep_local"),
+            "tick_function": tick_fn, "fair_server_function": fair_fn,
+            "latency": dict(self.latency_model),
+            "record_hrtimers": {"none": 0, "no_tick": 1, "all": 2}[self.record_hrtimers],
             "teo_tick_intercepts_fixed": kernel_has(self.kernel, "teo_tick_intercepts_fix"),
             "overhead": dict(self.overhead),
             "workload": workload,
@@ -214,7 +256,8 @@ class Config:
                  f"idle_states={self.idle_states.name!r}", f"governor={self.governor!r}",
                  f"duration_ns={self.duration_ns:_}", f"seed={self.seed}", f"workload={self.workload!r}"]
         for k in ("start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers", "check_invariants",
-                  "record_idle", "latency_req_ns", "rcu_needs_cpu", "callback_ns"):
+                  "record_idle", "latency_req_ns", "rcu_needs_cpu", "callback_ns", "timer_migration",
+                  "resume_latency_ns", "record_hrtimers"):
             if getattr(self, k) != _DEFAULTS[k]:
                 shown.append(f"{k}={getattr(self, k)!r}")
         if self.wake_latency.name != _DEFAULTS["wake_latency"]:
@@ -252,17 +295,41 @@ def _idle_states(value, busy_power_mw) -> IdleStates:
     return table
 
 
-def _overhead(value) -> dict:
+def _costs(option, value, defaults, integer=False) -> dict:
+    """A dict of costs in ns over its defaults (overhead, latency_model)."""
     if value is None:
-        return dict(OVERHEAD_DEFAULTS)
+        return dict(defaults)
     if not isinstance(value, dict):
-        raise TypeError(f"overhead must be a dict of costs in ns, got {value!r}")
-    unknown = sorted(set(value) - set(OVERHEAD_DEFAULTS))
+        raise TypeError(f"{option} must be a dict of costs in ns, got {value!r}")
+    unknown = sorted(set(value) - set(defaults))
     if unknown:
-        raise ValueError(f"overhead: unknown cost(s) {unknown}; known: {sorted(OVERHEAD_DEFAULTS)}")
-    out = dict(OVERHEAD_DEFAULTS)
+        raise ValueError(f"{option}: unknown cost(s) {unknown}; known: {sorted(defaults)}")
+    out = dict(defaults)
     for k, v in value.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-            raise ValueError(f"overhead.{k} must be a number of ns >= 0, got {v!r}")
-        out[k] = float(v)
+        kind = int if integer else (int, float)
+        if isinstance(v, bool) or not isinstance(v, kind) or not 0 <= v <= 10**9:
+            raise ValueError(f"{option}.{k} must be a{'n integer' if integer else ''} number of ns in [0, 1e9], "
+                             f"got {v!r}")
+        out[k] = v if integer else float(v)
     return out
+
+
+def _overhead(value) -> dict:
+    return _costs("overhead", value, OVERHEAD_DEFAULTS)
+
+
+def _per_cpu_ns(option, value, cpus):
+    """None, or one limit (ns) per CPU from a number, a list or {cpu: ns}."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        bad = [c for c in value if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < cpus]
+        if bad:
+            raise ValueError(f"{option}: CPUs {bad} do not exist (cpus={cpus})")
+        limit = (1 << 63) - 1
+        return tuple(check_int(f"{option}[{c}]", value.get(c, limit), minimum=0) for c in range(cpus))
+    if isinstance(value, (list, tuple)):
+        if len(value) != cpus:
+            raise ValueError(f"{option} has {len(value)} entries for {cpus} CPUs")
+        return tuple(check_int(f"{option}[{c}]", v, minimum=0) for c, v in enumerate(value))
+    return (check_int(option, value, minimum=0),) * cpus

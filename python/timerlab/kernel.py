@@ -48,7 +48,25 @@ BEHAVIOURS = {
                                 "cpuidle: governors: teo: Fix tick_intercepts handling in teo_update() (late 2025)"),
     "remote_expires_self": (LATEST, "remote handling also expires the migrator's own global timers",
                             "d486b4934a8e timers/migration: Fix livelock in tmigr_handle_remote_up() (2026)"),
+    "hrtimer_keep_local": ((7, 1), "a non-pinned hrtimer stays on its CPU while that CPU's tick runs (or "
+                                   "need-resched is set); it is pushed to get_nohz_timer_target only from a CPU "
+                                   "whose tick is stopped (before: from any idle CPU, and a busy one keeps it)",
+                           "3288cd486376 hrtimer: Optimize for local timers; c939191457fe hrtimer: Use NOHZ "
+                           "information for locality (tip sched/hrtick, Feb 2026, mainline ~7.1)"),
 }
+
+# The tick's hrtimer callback by release (kernel/time/tick-sched.c): renamed
+# tick_nohz_highres_handler in a late-2023 cleanup (first release assumed
+# 6.8), then tick_nohz_handler when the low- and high-resolution handlers
+# merged (6.10). The traces show tick_sched_timer on 6.1, tick_nohz_handler
+# on 6.12 and 6.18.
+_TICK_FUNCTIONS = (((6, 10), "tick_nohz_handler"), ((6, 8), "tick_nohz_highres_handler"), ((0, 0), "tick_sched_timer"))
+
+
+def tick_function(kernel) -> str:
+    """The name of the tick's hrtimer callback in this release."""
+    v = parse_kernel(kernel)
+    return next(name for first, name in _TICK_FUNCTIONS if v >= first)
 
 
 def parse_kernel(kernel) -> tuple[int, int]:

@@ -15,7 +15,10 @@ from .config import Config
 __all__ = ["simulate", "Result", "tick_nsec", "initial_jiffies"]
 
 OUTCOMES = ["pending", "expired", "cancelled", "rearmed"]
-CAUSES = ["timer", "remote_duty", "ipi", "task", "tick", "irq"]
+CAUSES = ["timer", "remote_duty", "ipi", "task", "tick", "irq", "hrtimer"]
+TOOLS = ["none", "cyclictest", "timerlat"]
+HRTIMER_MODES = ["ABS", "REL", "ABS|PINNED", "REL|PINNED", "ABS|SOFT", "REL|SOFT", "ABS|PINNED|SOFT", "REL|PINNED|SOFT",
+                 "ABS|HARD", "REL|HARD", "ABS|PINNED|HARD", "REL|PINNED|HARD"]
 
 
 def tick_nsec(hz: int) -> int:
@@ -44,8 +47,17 @@ class Result:
     ``expired_ns`` is when this one started).
     ``residency``: one row per (cpu, state), as idlestat shows.
     ``idle_periods``: one row per idle period (``record_idle=True``) with the
-    state, what the governor predicted, what ended it (``cause``) and the
-    kernel's above/below misses.
+    state, what the governor predicted, what ended it (``cause``; "hrtimer":
+    an hrtimer other than the tick, whose callback ``function`` names — for
+    clock wakeups ``function`` is the first hrtimer the interrupt ran, the
+    tick's included) and the kernel's above/below misses.
+    ``hrtimers``: one row per armed hrtimer instance (``Config(record_hrtimers=)``),
+    from hrtimer_start to its end, with its window (softexpires_ns,
+    expires_ns) and, if it expired, when its handler ran (``expired_ns``),
+    where, and ``latency_ns`` = handler - hard expiry.
+    ``latency``: one row per wakeup a latency tool measured (workloads
+    cyclictest and timerlat), split into its parts (see :mod:`timerlab.latency`);
+    :meth:`cyclictest` and :meth:`timerlat` print the tools' own output.
     ``summary``: headline figures. ``events``: the tracepoint log (same
     columns as :func:`timerlab.read_ftrace`) when ``record_events=True``.
     """
@@ -58,6 +70,24 @@ class Result:
     summary: pd.Series
     events: pd.DataFrame | None
     wall_s: float
+    hrtimers: pd.DataFrame = None
+    latency: pd.DataFrame = None
+
+    def cyclictest(self, histogram_us: int | None = None, *, frame: bool = False):
+        """What cyclictest prints for this run's cyclictest threads: the
+        ``T: …`` line per thread, and with ``histogram_us`` its ``-h``
+        histogram (1 µs bins up to that bound, overflows counted) with the
+        ``# Min/Avg/Max Latencies`` and overflow lines; ``frame=True``: the
+        same as a DataFrame (one row per thread). See :mod:`timerlab.latency`."""
+        from .latency import cyclictest_output
+        return cyclictest_output(self, histogram_us, frame=frame)
+
+    def timerlat(self, *, hist: bool = False, bucket_us: int = 1, entries: int = 256):
+        """rtla timerlat's ``top`` table for this run's timerlat threads (per
+        CPU: IRQ and thread latency cur/min/avg/max, and an ALL row), or with
+        ``hist=True`` its ``hist`` table. See :mod:`timerlab.latency`."""
+        from .latency import timerlat_output
+        return timerlat_output(self, hist=hist, bucket_us=bucket_us, entries=entries)
 
     def to_ftrace(self, path) -> None:
         """Write the event log as ftrace text, in the kernel's own event
@@ -92,10 +122,12 @@ def simulate(cfg: Config) -> Result:
     per_cpu = _per_cpu(cfg, raw["per_cpu"])
     timers = _timers(cfg, raw["timers"], names, core["workload"])
     residency = _residency(raw["residency"], states)
-    idle = _idle_periods(raw["idle_periods"], states) if cfg.record_idle else None
+    idle = _idle_periods(raw["idle_periods"], states, names) if cfg.record_idle else None
     events = events_frame(raw["events"], names) if cfg.record_events else None
-    summary = _summary(cfg, raw, per_cpu, timers, residency, wall)
-    return Result(cfg, per_cpu, timers, residency, idle, summary, events, wall)
+    hrtimers = _hrtimers(raw["hrtimers"], names)
+    latency = _latency(raw["latency"], states)
+    summary = _summary(cfg, raw, per_cpu, timers, residency, wall, hrtimers, latency)
+    return Result(cfg, per_cpu, timers, residency, idle, summary, events, wall, hrtimers, latency)
 
 
 # The frames below wrap the core's fresh arrays (copy=False): pandas would
@@ -117,14 +149,54 @@ def _residency(cols: dict, states: list) -> pd.DataFrame:
                          "above": cols["above"], "below": cols["below"]}, copy=False)
 
 
-def _idle_periods(cols: dict, states: list) -> pd.DataFrame:
+def _idle_periods(cols: dict, states: list, names) -> pd.DataFrame:
     return pd.DataFrame({
         "cpu": cols["cpu"], "start_ns": cols["start_ns"], "duration_ns": cols["duration_ns"],
         "state": pd.Categorical.from_codes(cols["state"], categories=states),
         "predicted_ns": cols["predicted_ns"],
         "cause": pd.Categorical.from_codes(cols["cause"].astype(np.int8), categories=CAUSES),
+        "function": pd.Categorical.from_codes(cols["function"], categories=list(names)),
         "above": cols["above"].astype(bool), "below": cols["below"].astype(bool),
     }, copy=False)
+
+
+def _hrtimers(cols: dict, names) -> pd.DataFrame:
+    expired = cols["outcome"] == 1
+    end = cols["end_ns"]
+    return pd.DataFrame({
+        "hrtimer": cols["hrtimer"],
+        "function": pd.Categorical.from_codes(cols["function"].astype(np.int32), categories=list(names)),
+        "mode": pd.Categorical.from_codes(cols["mode"].astype(np.int8) & 0x0F, categories=HRTIMER_MODES),
+        "cpu_armed": cols["cpu_armed"],
+        "base_cpu": cols["base_cpu"],
+        "armed_ns": cols["armed_ns"],
+        "softexpires_ns": cols["softexpires_ns"],
+        "expires_ns": cols["expires_ns"],
+        "outcome": pd.Categorical.from_codes(cols["outcome"].astype(np.int8), categories=OUTCOMES),
+        "end_ns": pd.arrays.IntegerArray(end, end < 0),
+        "expired_ns": pd.arrays.IntegerArray(end, ~expired),
+        "cpu_expired": pd.arrays.IntegerArray(cols["cpu_expired"].astype(np.int64), ~expired),
+        "latency_ns": pd.arrays.IntegerArray(end - cols["expires_ns"], ~expired),
+        "callback_ns": pd.arrays.IntegerArray(cols["callback_ns"], ~expired),
+        "exit_latency_ns": pd.arrays.IntegerArray(cols["exit_latency_ns"].astype(np.int64), ~expired),
+    })
+
+
+def _latency(cols: dict, states: list) -> pd.DataFrame:
+    state = cols["state"]
+    return pd.DataFrame({
+        "tool": pd.Categorical.from_codes(cols["tool"].astype(np.int8), categories=TOOLS),
+        "cpu": cols["cpu"], "task": cols["task"],
+        "state": pd.Categorical.from_codes(state, categories=states),
+        "requested_ns": cols["requested_ns"], "expires_ns": cols["expires_ns"],
+        "latency_ns": cols["latency_ns"],
+        **{k: cols[k] for k in LATENCY_PARTS},
+        "irq_latency_ns": cols["irq_latency_ns"],
+    }, copy=False)
+
+
+# The parts of a measured wakeup's latency, in order (engine.hpp, LatencyRow); they add up to latency_ns.
+LATENCY_PARTS = ("window_ns", "wake_ns", "exit_latency_ns", "irq_entry_ns", "handler_wait_ns", "sched_ns", "user_ns")
 
 
 def _timers(cfg: Config, cols: dict, function_names, core_workload: dict) -> pd.DataFrame:
@@ -165,7 +237,7 @@ def _timers(cfg: Config, cols: dict, function_names, core_workload: dict) -> pd.
 
 
 def _summary(cfg: Config, raw: dict, per_cpu: pd.DataFrame, timers: pd.DataFrame, residency: pd.DataFrame,
-             wall: float) -> pd.Series:
+             wall: float, hrtimers: pd.DataFrame, latency: pd.DataFrame) -> pd.Series:
     duration_s = cfg.duration_ns / 1e9
     late = timers["lateness_ns"].dropna().to_numpy(dtype=np.int64)
     q = np.percentile(late, [50, 99, 99.9]) if len(late) else [np.nan] * 3
@@ -200,6 +272,14 @@ def _summary(cfg: Config, raw: dict, per_cpu: pd.DataFrame, timers: pd.DataFrame
         "lateness_ns_p50": float(q[0]),
         "lateness_ns_p99": float(q[1]),
         "lateness_ns_p999": float(q[2]),
+        "hrtimers_armed": int(per_cpu["hrtimers_armed"].sum()),
+        "hrtimers_expired": int(per_cpu["hrtimers_expired"].sum()),
+        "hrtimer_interrupts": int(per_cpu["hrtimer_interrupts"].sum()),
+        "hrtimer_hangs": int(per_cpu["hrtimer_hangs"].sum()),
+        "latency_samples": len(latency),
+        # Only with samples: a run without a latency tool has no figures to give.
+        **({"latency_us_max": float(latency["latency_ns"].max() / 1e3),
+            "latency_us_avg": float(latency["latency_ns"].mean() / 1e3)} if len(latency) else {}),
         "timer_events": int(raw["timer_events"]),
         "peak_pending_timers": int(raw["peak_pending"]),
         "steps": int(raw["steps"]),

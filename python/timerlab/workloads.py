@@ -20,7 +20,14 @@ from ._checks import check_int
 from .wheel import parse_timer_flags
 
 __all__ = ["Workload", "tasks", "timeouts", "periodic", "busy", "busy_fraction", "remote_enqueuer", "enqueue_dequeue",
-           "mixed", "server", "devfreq", "sleepers", "idle", "SERVER_TIMERS"]
+           "mixed", "server", "devfreq", "sleepers", "idle", "SERVER_TIMERS", "nanosleepers", "cyclictest", "timerlat",
+           "SLEEPS"]
+
+# How a task sleeps (the core's SleepKind, in its order) and the callback of its timer.
+SLEEPS = {"timer": "process_timeout", "external": None, "nanosleep": "hrtimer_wakeup",
+          "clock_nanosleep": "hrtimer_wakeup", "poll": "hrtimer_wakeup", "usleep_range": "hrtimer_wakeup",
+          "timerlat": "timerlat_irq"}
+_MEASURES = {None: 0, "cyclictest": 1, "timerlat": 2}
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,11 @@ class Workload:
     def __repr__(self) -> str:
         return " + ".join(map(repr, self.components)) or "Workload()"
 
+    def pm_qos_ns(self):
+        """The tightest /dev/cpu_dma_latency request its programs hold (ns), or None."""
+        reqs = [c.params["pm_qos_ns"] for c in self.components if c.params.get("pm_qos_ns") is not None]
+        return min(reqs) if reqs else None
+
     def to_core(self, topology, irq_ns: int) -> dict:
         """The dict _core.simulate takes, with CPU sets resolved on ``topology``."""
         names: list[str] = []
@@ -118,10 +130,14 @@ class Workload:
             p = c.params
             cpus = c.where.resolve(topology, c.kind)
             if c.kind == "tasks":
+                callback = SLEEPS[p["sleep"]]
                 out["tasks"].append({
                     "cpus": cpus, "per_cpu": p["per_cpu"], "run_ns": p["run_ns"].core(),
-                    "sleep_ns": p["sleep_ns"].core(), "sleep_on_timer": p["sleep"] == "timer",
-                    "sleep_function": fn("process_timeout"), "timeouts": timeout_spec(p, p["timeouts"])})
+                    "sleep_ns": p["sleep_ns"].core(), "sleep_kind": list(SLEEPS).index(p["sleep"]),
+                    "sleep_function": fn(callback) if callback else 0, "rt_priority": p.get("priority", 0),
+                    "nice": p.get("nice", 0), "timer_slack_ns": p.get("timer_slack_ns", 50_000),
+                    "range_ns": p.get("range_ns", 0), "measure": _MEASURES[p.get("measure")],
+                    "timeouts": timeout_spec(p, p["timeouts"])})
             elif c.kind == "timeouts":
                 out["streams"].append({"cpus": cpus, "rate_hz": p["rate_hz"], "timeouts": timeout_spec(p, p["count"])})
             elif c.kind == "periodic":
@@ -161,23 +177,53 @@ def _one(kind, where, **params) -> Workload:
 def tasks(*, cpus=None, nodes=None, per_cpu: int = 1, run_ns=200_000, sleep_ns=10_000_000, sleep: str = "timer",
           timeouts: int = 0, timeout_ns=_dist.uniform(10_000_000, 300_000_000), cancel_p: float = 0.9,
           cancel_after_ns=_dist.exponential(2_000_000), timeout_flags: str = "",
-          timeout_function: str = "tcp_write_timer") -> Workload:
+          timeout_function: str = "tcp_write_timer", priority: int = 0, nice: int = 0,
+          timer_slack_ns: int = 50_000, range_ns: int = 0) -> Workload:
     """Tasks alternating running (``run_ns``) and sleeping (``sleep_ns``).
 
-    ``sleep="timer"``: schedule_timeout, a process_timeout timer whose expiry
-    wakes the task on its CPU; ``"external"``: an interrupt wakes it. At the
-    start of each run the task arms ``timeouts`` timeouts (``timeout_ns``),
-    each cancelled with probability ``cancel_p`` after ``cancel_after_ns``.
+    ``sleep``: how the task sleeps (the hrtimer sleeps' window is the kernel's
+    slack rule, hrtimers-and-latency.md §A.2):
+
+    * ``"timer"``: schedule_timeout, a process_timeout wheel timer whose
+      expiry wakes the task on its CPU;
+    * ``"external"``: an interrupt wakes it;
+    * ``"nanosleep"``: nanosleep / clock_nanosleep REL, an hrtimer_wakeup
+      hrtimer with a window of the task's ``timer_slack_ns``;
+    * ``"clock_nanosleep"``: clock_nanosleep ABS at the next period boundary
+      (the previous one + ``sleep_ns``, missed ones skipped), as cyclictest;
+    * ``"poll"``: a poll/select/epoll_wait timeout of ``sleep_ns``, window
+      max(slack, 0.1 % of the timeout — 0.5 % with ``nice`` > 0), at most 100 ms;
+    * ``"usleep_range"``: usleep_range(sleep_ns, sleep_ns + ``range_ns``).
+
+    ``priority``: 0 for SCHED_OTHER, 1-99 for SCHED_FIFO (preempts lower
+    priorities; an RT task's window is 0). At the start of each run the task
+    arms ``timeouts`` wheel timeouts (``timeout_ns``), each cancelled with
+    probability ``cancel_p`` after ``cancel_after_ns``.
     """
-    if sleep not in ("timer", "external"):
-        raise ValueError(f"tasks: sleep={sleep!r}; choose 'timer' or 'external'")
-    return _one("tasks", _selection(cpus, nodes, "tasks"), per_cpu=check_int("tasks.per_cpu", per_cpu, minimum=1),
-                run_ns=_dist.as_dist("tasks.run_ns", run_ns), sleep_ns=_dist.as_dist("tasks.sleep_ns", sleep_ns),
-                sleep=sleep, timeouts=check_int("tasks.timeouts", timeouts, minimum=0),
-                timeout_ns=_dist.as_dist("tasks.timeout_ns", timeout_ns),
-                cancel_p=_probability("tasks.cancel_p", cancel_p),
-                cancel_after_ns=_dist.as_dist("tasks.cancel_after_ns", cancel_after_ns),
-                flags=_check_flags("tasks.timeout_flags", timeout_flags), function=timeout_function)
+    if sleep not in SLEEPS or sleep == "timerlat":
+        raise ValueError(f"tasks: sleep={sleep!r}; choose one of {[k for k in SLEEPS if k != 'timerlat']}")
+    return _task_component(cpus, nodes, per_cpu, run_ns, sleep_ns, sleep, priority, nice, timer_slack_ns, range_ns,
+                           None, None, timeouts=timeouts, timeout_ns=timeout_ns, cancel_p=cancel_p,
+                           cancel_after_ns=cancel_after_ns, timeout_flags=timeout_flags,
+                           timeout_function=timeout_function)
+
+
+def _task_component(cpus, nodes, per_cpu, run_ns, sleep_ns, sleep, priority, nice, timer_slack_ns, range_ns,
+                    measure, pm_qos_ns, *, timeouts=0, timeout_ns=_dist.uniform(10_000_000, 300_000_000),
+                    cancel_p=0.9, cancel_after_ns=_dist.exponential(2_000_000), timeout_flags="",
+                    timeout_function="tcp_write_timer", what="tasks") -> Workload:
+    return _one("tasks", _selection(cpus, nodes, what), per_cpu=check_int(f"{what}.per_cpu", per_cpu, minimum=1),
+                run_ns=_dist.as_dist(f"{what}.run_ns", run_ns), sleep_ns=_dist.as_dist(f"{what}.sleep_ns", sleep_ns),
+                sleep=sleep, timeouts=check_int(f"{what}.timeouts", timeouts, minimum=0),
+                timeout_ns=_dist.as_dist(f"{what}.timeout_ns", timeout_ns),
+                cancel_p=_probability(f"{what}.cancel_p", cancel_p),
+                cancel_after_ns=_dist.as_dist(f"{what}.cancel_after_ns", cancel_after_ns),
+                flags=_check_flags(f"{what}.timeout_flags", timeout_flags), function=timeout_function,
+                priority=check_int(f"{what}.priority", priority, minimum=0, maximum=99),
+                nice=check_int(f"{what}.nice", nice, minimum=-20, maximum=19),
+                timer_slack_ns=check_int(f"{what}.timer_slack_ns", timer_slack_ns, minimum=0, maximum=10**9),
+                range_ns=check_int(f"{what}.range_ns", range_ns, minimum=0, maximum=10**9),
+                measure=measure, pm_qos_ns=pm_qos_ns)
 
 
 def timeouts(*, rate_hz: float, cpus=None, nodes=None, count: int = 1,
@@ -327,3 +373,48 @@ def _check_flags(name, flags) -> str:
     if bits & ~(parse_timer_flags("D|P")):
         raise ValueError(f"{name}={flags!r}: only D (deferrable) and P (pinned) are allowed")
     return flags
+
+
+def nanosleepers(*, cpus=None, nodes=None, per_cpu: int = 1, run_ns=_dist.exponential(100_000),
+                 sleep_ns=_dist.uniform(1_000_000, 20_000_000), sleep: str = "nanosleep", priority: int = 0,
+                 timer_slack_ns: int = 50_000) -> Workload:
+    """Tasks that run briefly and sleep on an hrtimer (``sleep``: "nanosleep",
+    "clock_nanosleep", "poll" or "usleep_range"; see :func:`tasks`): user
+    space's sleepers, whose hrtimer_wakeup ends idle periods the wheel's
+    next event does not show (hrtimers-and-latency.md §A.6)."""
+    return tasks(cpus=cpus, nodes=nodes, per_cpu=per_cpu, run_ns=run_ns, sleep_ns=sleep_ns, sleep=sleep,
+                 priority=priority, timer_slack_ns=timer_slack_ns)
+
+
+def cyclictest(*, interval_us: int = 1000, cpus=None, nodes=None, threads_per_cpu: int = 1, priority: int = 0,
+               latency_us: int | None = 0, run_ns=2_000, timer_slack_ns: int = 50_000) -> Workload:
+    """cyclictest's measuring threads (rt-tests): on each selected CPU (``-a``,
+    one thread each as with ``-t N -a`` or ``-S``) a thread loops on
+    clock_nanosleep(TIMER_ABSTIME, next), reads the clock, and advances next
+    by ``interval_us`` (missed periods skipped); each wakeup is a sample of
+    res.latency (tool "cyclictest"; :meth:`Result.cyclictest` prints its
+    output). ``priority``: ``-p`` (0 = SCHED_OTHER, cyclictest's default,
+    whose sleeps carry the task's 50 µs slack; 1-99 = SCHED_FIFO, slack 0).
+    ``latency_us``: the value cyclictest writes to /dev/cpu_dma_latency and
+    holds for the run (its default 0: no idle state deeper than polling);
+    None for ``--laptop`` (no PM QoS request). ``run_ns``: the thread's own
+    work per cycle."""
+    if latency_us is not None:
+        latency_us = check_int("cyclictest.latency_us", latency_us, minimum=0, maximum=2_000_000_000)
+    return _task_component(cpus, nodes, threads_per_cpu, run_ns,
+                           check_int("cyclictest.interval_us", interval_us, minimum=1, maximum=10**9) * 1000,
+                           "clock_nanosleep", priority, 0, timer_slack_ns, 0, "cyclictest",
+                           None if latency_us is None else latency_us * 1000, what="cyclictest")
+
+
+def timerlat(*, period_us: int = 1000, cpus=None, nodes=None, priority: int = 95, run_ns=1_000) -> Workload:
+    """The timerlat tracer (kernel/trace/trace_osnoise.c, rtla timerlat): one
+    kthread per selected CPU, SCHED_FIFO ``priority`` (95 by default), that
+    arms a per-CPU hrtimer ABS|PINNED|HARD at each absolute period boundary
+    (``period_us``; past boundaries skipped) and sleeps; the timer's callback
+    (timerlat_irq) records the IRQ latency and wakes the thread, which records
+    the thread latency. Samples go to res.latency (tool "timerlat");
+    :meth:`Result.timerlat` prints rtla's tables."""
+    return _task_component(cpus, nodes, 1, run_ns,
+                           check_int("timerlat.period_us", period_us, minimum=1, maximum=10**9) * 1000,
+                           "timerlat", priority, 0, 0, 0, "timerlat", None, what="timerlat")

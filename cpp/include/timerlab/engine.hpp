@@ -74,6 +74,7 @@
 #include <vector>
 
 #include "timerlab/event_log.hpp"
+#include "timerlab/hrtimer.hpp"
 #include "timerlab/idle.hpp"
 #include "timerlab/random.hpp"
 #include "timerlab/timer_cpu.hpp"
@@ -97,6 +98,18 @@ struct OverheadModel {
   double remote_cpu_ns = 250;   // tmigr_handle_remote_cpu expiring a CPU
   double expire_ns = 80;        // running one expired timer (detach + call)
 };
+
+// Costs on the path from a clock interrupt to a task it wakes (the latency
+// model; res.latency splits each sample into them). The core's default is
+// no cost; timerlab.Config supplies documented figures.
+struct LatencyModel {
+  std::int64_t irq_entry_ns = 0;          // interrupt entry, before the first handler runs
+  std::int64_t context_switch_ns = 0;     // switching to the woken task
+  std::int64_t return_to_user_ns = 0;     // back to user space (cyclictest reads its clock there)
+};
+
+// Which hrtimer instances res.hrtimers keeps.
+enum class RecordHrtimers : std::uint8_t { none = 0, no_tick = 1, all = 2 };
 
 struct SimConfig {
   TopologySpec topology;
@@ -135,6 +148,18 @@ struct SimConfig {
   // the loop (tick_nohz_idle_exit, tmigr_cpu_activate) and idles afresh.
   // 0: no fair server (before 6.12, or a replay, whose trace has its own).
   std::int64_t fair_server_defer_ns = 0;
+  // hrtimers (hrtimer.hpp): kernel.timer_migration (non-pinned hrtimers go
+  // to get_nohz_timer_target), the ~7.1 locality change (keep_local), the
+  // tick's callback name code (tick_sched_timer before 6.10,
+  // tick_nohz_handler since), the fair server's (dl_task_timer).
+  bool timer_migration = true;
+  bool hrtimer_keep_local = false;
+  std::uint16_t tick_function = 0, fair_server_function = 0;
+  LatencyModel latency;
+  RecordHrtimers record_hrtimers = RecordHrtimers::no_tick;
+  // PM QoS per CPU: the resume latency limit (ns; empty: none). Each CPU's
+  // limit is the smaller of it and latency_req_ns (cpu_dma_latency).
+  std::vector<std::int64_t> resume_latency_ns;
   std::int64_t duration_ns = 1'000'000'000;
   std::uint64_t seed = 1;
   std::int64_t ipi_latency_ns = 1000;
@@ -169,6 +194,7 @@ enum class WakeCause : std::uint8_t {
   task = 3,         // a task became runnable (IPI or device interrupt)
   tick = 4,         // the periodic tick, kept while idle
   irq = 5,          // a device interrupt that woke no task
+  hrtimer = 6,      // an hrtimer other than the tick (its function: IdlePeriods::function)
   count_
 };
 
@@ -184,9 +210,44 @@ struct CpuCounters {
   std::uint64_t remote_expiries_done = 0;   // timers of other CPUs this CPU expired
   std::uint64_t ipis_sent = 0, ipis_received = 0;
   std::uint64_t tasks_woken = 0;
+  std::uint64_t hrtimers_armed = 0, hrtimers_expired = 0;
+  // hrtimer_cpu_base's counters (/proc/timer_list).
+  std::uint64_t hrtimer_interrupts = 0, hrtimer_retries = 0, hrtimer_hangs = 0;
+  std::int64_t hrtimer_max_hang_ns = 0;
+  std::uint64_t preemptions = 0;
 };
 
 enum class TimerOutcome : std::uint8_t { pending = 0, expired = 1, cancelled = 2, rearmed = 3 };
+
+// One armed hrtimer instance: from hrtimer_start to its end.
+struct HrtimerRow {
+  HrtimerId hrtimer;
+  std::uint16_t function;
+  std::uint8_t mode;
+  std::int32_t cpu_armed, base_cpu, cpu_expired;
+  std::int64_t armed_ns, softexpires_ns, expires_ns, end_ns;
+  TimerOutcome outcome;
+  std::int64_t callback_ns = 0;
+  std::int32_t exit_latency_ns = 0;
+};
+
+// One measured wakeup (cyclictest's or timerlat's), split into the parts of
+// its latency: requested time R -> the interrupt's programmed time P ->
+// its arrival A (platform wake latency) -> exit from idle -> interrupt
+// entry -> the handler H (behind earlier handlers) -> the task runs (after
+// the rest of the interrupt, softirqs, higher priorities, the switch) ->
+// user space. The parts add up to latency_ns.
+struct LatencyRow {
+  std::int32_t cpu;
+  std::uint32_t task;
+  Measure tool;
+  std::int32_t state;  // the idle state the CPU left (-1: it was awake)
+  std::int64_t requested_ns, expires_ns;
+  std::int64_t window_ns, wake_ns, exit_latency_ns, irq_entry_ns, handler_wait_ns, sched_ns, user_ns;
+  std::int64_t irq_latency_ns;  // handler - hard expiry (timerlat's IRQ latency)
+  std::int64_t latency_ns;      // the tool's: cyclictest's (user - R) or timerlat's thread latency (run - E)
+};
+
 
 // One armed timer instance: from timer_start to its end.
 struct TimerRow {
@@ -208,6 +269,7 @@ struct IdlePeriods {
   std::vector<std::int32_t> cpu, state;
   std::vector<std::int64_t> start_ns, duration_ns, predicted_ns;
   std::vector<std::uint8_t> cause, above, below;  // cause: a WakeCause
+  std::vector<std::int32_t> function;  // the first hrtimer the waking interrupt ran (-1: none)
 
   std::size_t size() const { return cpu.size(); }
   void add(std::int32_t c, std::int32_t st, std::int64_t start, std::int64_t duration, std::int64_t predicted,
@@ -220,6 +282,7 @@ struct IdlePeriods {
     cause.push_back(static_cast<std::uint8_t>(why));
     above.push_back(is_above);
     below.push_back(is_below);
+    function.push_back(-1);
   }
 };
 
@@ -234,6 +297,8 @@ struct SimResult {
   std::vector<std::vector<StateUsage>> usage;  // [cpu][state]
   IdlePeriods idle_periods;
   std::vector<TimerRow> timers;
+  std::vector<HrtimerRow> hrtimers;
+  std::vector<LatencyRow> latency;
   std::vector<EventRow> events;
   std::uint64_t steps = 0;        // sources processed
   std::uint64_t timer_events = 0; // timer_start + timer_cancel + expiries

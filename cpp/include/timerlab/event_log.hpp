@@ -53,13 +53,17 @@ enum class SimEvent : std::uint16_t {
   tmigr_update_events,
   tmigr_handle_remote,
   tmigr_handle_remote_cpu,
-  hrtimer_start,  // the stopped tick's programmed wakeup (the only hrtimer simulated)
+  hrtimer_start,
+  hrtimer_cancel,
+  hrtimer_expire_entry,
+  hrtimer_expire_exit,
   count_
 };
 
 // How Python renders a slot: numbers (signed or not), an opaque pointer id,
-// a hex mask, a callback-name code, or timer flag bits ("D|P|I").
-enum class SlotKind : std::uint8_t { u64, i64, ptr, hex, function, timer_flags };
+// a hex mask, a callback-name code, timer flag bits ("D|P|I"), or hrtimer
+// mode bits ("ABS|PINNED|HARD").
+enum class SlotKind : std::uint8_t { u64, i64, ptr, hex, function, timer_flags, hrtimer_mode };
 
 struct SlotSpec {
   std::string_view column;

@@ -8,8 +8,11 @@
 //
 //   tasks      per CPU, `per_cpu` tasks alternate running (run_ns) and
 //              sleeping (sleep_ns). A sleep is schedule_timeout (a
-//              process_timeout timer, non-pinned: its expiry wakes the task)
-//              or an external wakeup (an interrupt after sleep_ns). At the
+//              process_timeout timer, non-pinned: its expiry wakes the task),
+//              an hrtimer sleep (nanosleep, clock_nanosleep, poll timeouts,
+//              usleep_range, the timerlat kthread; SleepKind) or an external
+//              wakeup (an interrupt after sleep_ns). Tasks are SCHED_OTHER or
+//              SCHED_FIFO (rt_priority); a higher priority preempts. At the
 //              start of each run a task arms `timeouts_per_run` timeouts.
 //   timeouts   per CPU, interrupts arriving as a Poisson stream (rate_hz);
 //              each arms one timeout from interrupt context — on an idle CPU
@@ -32,7 +35,9 @@
 //
 // Simplifications vs. a real machine
 //   * A task always runs on its home CPU (the fair scheduler's preference
-//     for the previous CPU), first come first served, without preemption.
+//     for the previous CPU); the highest priority first, first come first
+//     served among equals; a SCHED_FIFO task preempts a lower priority at
+//     the end of the interrupt that woke it (no time slices, no CFS).
 //   * Interrupts on a busy CPU take no time; from idle they keep the CPU
 //     awake irq_ns.
 #pragma once
@@ -54,13 +59,45 @@ struct TimeoutSpec {
   std::uint16_t function = 0;
 };
 
+// How a task sleeps for its sleep_ns (hrtimers-and-latency.md §A.2; the
+// hrtimer sleeps' window is the task's slack):
+//   timeout          schedule_timeout: a process_timeout wheel timer
+//   external         woken by an interrupt after sleep_ns
+//   nanosleep        nanosleep/clock_nanosleep REL: hrtimer_wakeup, window = slack
+//   clock_nanosleep  clock_nanosleep ABS at the next period boundary: the
+//                    previous one + sleep_ns, past ones skipped (cyclictest)
+//   poll             poll/select/epoll_wait timeout (ABS): window =
+//                    max(slack, 0.1 % of the timeout, 0.5 % if nice > 0), at most 100 ms
+//   usleep_range     usleep_range(sleep_ns, sleep_ns + range_ns): window = range_ns
+//   timerlat         the timerlat tracer's kthread: an ABS|PINNED|HARD hrtimer
+//                    at the next period boundary (wait_next_period)
+enum class SleepKind : std::uint8_t { timeout = 0, external, nanosleep, clock_nanosleep, poll, usleep_range, timerlat };
+
+// What a sleep's wakeup measures, per sample (res.latency): nothing,
+// cyclictest's latency (clock read in user space - the requested time), or
+// timerlat's IRQ and thread latencies.
+enum class Measure : std::uint8_t { none = 0, cyclictest = 1, timerlat = 2 };
+
+inline constexpr std::int64_t kDefaultTimerSlackNs = 50'000;  // init_task.timer_slack_ns
+inline constexpr std::int64_t kMaxPollSlackNs = 100'000'000;  // fs/select.c MAX_SLACK
+
 struct TaskSpec {
   std::vector<unsigned> cpus;
   unsigned per_cpu = 1;
   Dist run_ns, sleep_ns;
-  bool sleep_on_timer = true;  // schedule_timeout; false: woken by an interrupt
-  std::uint16_t sleep_function = 0;
+  SleepKind sleep = SleepKind::timeout;
+  std::uint16_t sleep_function = 0;  // the wheel timer's or the hrtimer's callback
+  // Scheduling: 0 = SCHED_OTHER; 1..99 = SCHED_FIFO priority (preempts
+  // lower priorities; its timer slack is 0, as __setscheduler_params makes it).
+  unsigned rt_priority = 0;
+  int nice = 0;
+  std::int64_t timer_slack_ns = kDefaultTimerSlackNs;
+  std::int64_t range_ns = 0;  // usleep_range's max - min
+  Measure measure = Measure::none;
   TimeoutSpec timeouts;
+
+  bool hrtimer_sleep() const { return sleep >= SleepKind::nanosleep; }
+  std::int64_t slack_ns() const { return rt_priority ? 0 : timer_slack_ns; }
 };
 
 struct TimeoutStreamSpec {

@@ -13,7 +13,7 @@ from .curves import sweep
 CAUSE_COLUMNS = [f"wakeups_{c}" for c in CAUSES]
 SWEEP_WAKEUPS = "wakeups_per_cpu_per_s"
 _CAUSE_COLORS = {"timer": "tab:blue", "remote_duty": "tab:purple", "ipi": "tab:red", "task": "tab:green",
-                 "tick": "tab:gray", "irq": "tab:orange", "other": "black"}
+                 "tick": "tab:gray", "irq": "tab:orange", "hrtimer": "tab:cyan", "other": "black"}
 
 
 def wakeups(data, *, by="node", ax=None, cause: bool = True, x=None, hue=None, y=None, ci=0.95):
@@ -22,7 +22,7 @@ def wakeups(data, *, by="node", ax=None, cause: bool = True, x=None, hue=None, y
     ``data``: a Result or its ``per_cpu`` frame. ``by``: "node" (CPUs of a
     node side by side, nodes shaded and labelled) or "cpu" (CPU order).
     ``cause=True`` stacks the ``wakeups_<cause>`` columns (timer,
-    remote_duty, ipi, task, tick, irq; an "other" segment if they fall short
+    remote_duty, ipi, task, tick, irq, hrtimer; an "other" segment if they fall short
     of ``wakeups``); ``cause=False`` draws ``wakeups`` colored by node.
 
     A sweep frame (``tl.sweep``: one row per (point, seed)) with ``x=``

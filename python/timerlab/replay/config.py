@@ -6,7 +6,8 @@ Not here: building the script (script.py).
 """
 from __future__ import annotations
 
-from ..config import Config
+from ..config import LATENCY_DEFAULTS, Config
+from ..trace.events import TICK_FUNCTIONS
 from ..wake_latency import WakeLatency
 from ..trace.features import default_idle, node_of_cpu
 from .script import script_of, to_workload
@@ -40,6 +41,10 @@ def to_config(trace, **overrides) -> Config:
                 # The ticks' lateness is the trace's (tick_delay items); a stopped tick the
                 # kernel did not have is as late as the CPU's traced ones.
                 wake_latency=WakeLatency("trace", stopped=s.wake_stopped, source=str(trace.path)))
+    # The trace's timing already holds the interrupts' entry and handlers
+    # (its hrtimer_expire_entry times), which it does not time apart.
+    args.update(latency_model={k: 0 for k in LATENCY_DEFAULTS},
+                callback_ns={f: 0 for f in (*TICK_FUNCTIONS, "dl_task_timer")})
     if nodes is not None:
         args.update(node_of_cpu=nodes)
     if {"cpus", "nodes", "layout", "topology"} & set(overrides):

@@ -73,6 +73,12 @@ def timer_flags_text(bits: np.ndarray) -> np.ndarray:
     return out
 
 
+def hrtimer_mode_text(mode: int) -> str:
+    """An hrtimer mode as the kernel's hrtimer_start prints it, e.g. 'ABS|PINNED|HARD'."""
+    return "|".join(["REL" if mode & 1 else "ABS"] + [n for bit, n in ((2, "PINNED"), (4, "SOFT"), (8, "HARD"))
+                                                       if mode & bit])
+
+
 def events_frame(arrays: dict, function_names=()) -> pd.DataFrame:
     """DataFrame of a raw event log: ts_ns, cpu, event, then one column per field."""
     sch = schema()
@@ -102,6 +108,10 @@ def events_frame(arrays: dict, function_names=()) -> pd.DataFrame:
             frame[column] = pd.Categorical.from_codes(c, categories=cats) if cats else pd.Categorical([None] * n)
         elif kind == "timer_flags":
             text = timer_flags_text(vals)
+            text[mask] = None
+            frame[column] = pd.Categorical(text)
+        elif kind == "hrtimer_mode":
+            text = np.array([hrtimer_mode_text(int(v)) for v in vals], dtype=object)
             text[mask] = None
             frame[column] = pd.Categorical(text)
         elif kind == "i64":

@@ -164,16 +164,20 @@ _PAYLOADS: dict[str, tuple[str, list]] = {
                                       (" child_evt_expiry=", "child_evt_expiry_ns", _DEC),
                                       (" child_evtcpu=", "child_evtcpu", _DEC)]),
     "tmigr_handle_remote": ("..s1.", [("group=", "group", _PTR), (" lvl=", "lvl", _DEC)]),
-    # include/trace/events/timer.h: the stopped tick's programmed wakeup, as tick_nohz_stop_tick arms it
-    "hrtimer_start": ("d..2.", [("hrtimer=", "hrtimer", _PTR), (" function=tick_nohz_handler", None, None),
-                                (" expires=", "expires_ns", _DEC), (" softexpires=", "expires_ns", _DEC),
-                                (" mode=ABS|PINNED|HARD", None, None)]),
+    # include/trace/events/timer.h: hrtimers, in the 2026 form (was_armed=, no cancel before a restart)
+    "hrtimer_start": ("d..2.", [("hrtimer=", "hrtimer", _PTR), (" function=", "function", _STR),
+                                (" expires=", "expires_ns", _DEC), (" softexpires=", "softexpires_ns", _DEC),
+                                (" mode=", "mode", _STR), (" was_armed=", "was_armed", _DEC)]),
+    "hrtimer_cancel": ("d..2.", [("hrtimer=", "hrtimer", _PTR)]),
+    "hrtimer_expire_entry": ("d.h1.", [("hrtimer=", "hrtimer", _PTR), (" function=", "function", _STR),
+                                       (" now=", "now_ns", _DEC)]),
+    "hrtimer_expire_exit": ("d.h1.", [("hrtimer=", "hrtimer", _PTR)]),
 }
 
 # The idle task's own events (the CPU is in its idle task from here on), and
 # those of its way out (the CPU runs something else after them).
-_INTO_IDLE = ["tmigr_group_set_cpu_inactive", "tmigr_cpu_idle", "tick_stop", "cpu_idle", "tmigr_cpu_new_timer_idle",
-              "hrtimer_start"]
+# hrtimer events are neither: the tick's is re-armed on the way in and on the way out alike.
+_INTO_IDLE = ["tmigr_group_set_cpu_inactive", "tmigr_cpu_idle", "tick_stop", "cpu_idle", "tmigr_cpu_new_timer_idle"]
 _OUT_OF_IDLE = ["tmigr_cpu_active", "tmigr_group_set_cpu_active"]
 
 _OPENERS = {".gz": "gzip", ".xz": "xz", ".bz2": "bzip2"}

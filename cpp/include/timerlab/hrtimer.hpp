@@ -1,0 +1,240 @@
+// hrtimer.hpp — high-resolution timers: the per-CPU hrtimer_cpu_base with
+// its clock bases and timerqueues, starting, cancelling and forwarding a
+// timer, where a timer is placed, and the clock event interrupt that expires
+// them (kernel/time/hrtimer.c; include/linux/hrtimer.h, hrtimer_defs.h,
+// timerqueue.h). Reference: hrtimers-and-latency.md §A, pre-6.9-kernels.md
+// §3.3-3.5.
+//
+// Theory of operation
+// -------------------
+// Every CPU has one hrtimer_cpu_base with a hard and a soft clock base
+// (CLOCK_MONOTONIC and its _SOFT twin). Each base is a timerqueue ordered by
+// the hard expiry (node.expires), earlier enqueues first among equals (the
+// kernel's rbtree puts an equal key to the right). A timer has a window
+// [softexpires, expires]: hrtimer_start_range_ns(t, tim, delta) sets
+// soft = tim, hard = tim + delta (REL adds the current time first).
+//
+//      hrtimer_cpu_base (per CPU)
+//      +-------------------------------------------------------------+
+//      | MONOTONIC       : t3(h=10) -> tick(h=12) -> t7(h=40) ...    |
+//      | MONOTONIC_SOFT  : t5(h=11) -> ...                           |
+//      | expires_next = 10  softirq_expires_next = 11                |
+//      | clock event device programmed for device_next (= 10)        |
+//      +-------------------------------------------------------------+
+//
+// The clock event device of a CPU is programmed for the earliest hard
+// expiry of its queues (the soft one counts unless the HRTIMER softirq is
+// already raised). Only the CPU itself reprograms it: a timer started or
+// removed on another CPU's base never touches that CPU's device. That is why
+// placement never makes a timer a remote CPU's first (it would fire late),
+// and why a remote removal leaves a spurious wakeup behind.
+//
+// hrtimer_interrupt (the device fired on CPU c at time `now`):
+//   1. nr_events++; expires_next = "never" while it runs (in_hrtirq);
+//   2. soft queue due (now >= softirq_expires_next) -> raise HRTIMER softirq;
+//   3. walk the hard queue in order: every timer whose SOFT expiry has
+//      passed runs (a timer behind one whose soft expiry is still ahead waits
+//      for a later interrupt, even if its own window is open); a callback
+//      returning RESTART is enqueued again (ABS);
+//   4. program the device for the new first expiry; if that is already past
+//      (callbacks took time), go round again from 2 — after the third pass
+//      give up: nr_hangs++, hang_detected, and program now + (time spent in
+//      the interrupt, at most 100 ms); until the next interrupt no reprogram
+//      touches the device.
+// hrtimer_run_softirq runs the soft queue the same way, then re-arms the
+// soft expiry.
+//
+// Placement (__hrtimer_start_range_ns, switch_hrtimer_base):
+//   * a timer that is its CPU's next_timer and restarted there stays local
+//     (force_local, 5.15; the device is then reprogrammed once);
+//   * PINNED, or kernel.timer_migration = 0: the current CPU;
+//   * otherwise get_nohz_timer_target() (the host's: the current CPU if
+//     busy, else the nearest busy one) — but never as the new first timer of
+//     a remote CPU (hrtimer_check_target / hrtimer_suitable_target): then it
+//     stays on the current CPU. A running callback's timer stays on its base.
+//   * keep_local (the 2026 "Optimize for local timers" / "Use NOHZ
+//     information for locality" change, ~7.1): a non-pinned timer armed on
+//     a CPU whose tick runs (or with need-resched set) stays local; it is
+//     pushed only from a CPU whose tick is stopped.
+//
+// Vocabulary: expires = the hard expiry, softexpires = the soft one,
+// next_timer = the timer the device is programmed for, device_next = the
+// device's programmed time (dev->next_event).
+//
+// Invariants (check_invariants):
+//   * each queue is a heap ordered by (expires, seq) whose positions match
+//     the timers' heap_pos; a queued timer's cpu and soft flag name its queue;
+//   * softexpires <= expires for every timer;
+//   * outside an interrupt, a CPU's expires_next is no later than its first
+//     queued hard expiry (a remote enqueue never becomes first).
+//
+// Simplifications vs. the kernel
+//   * One clock (MONOTONIC and its soft base): REALTIME/BOOTTIME/TAI differ
+//     only by an offset that no simulated clock_settime or suspend changes.
+//   * High-resolution mode only (no low-resolution hrtimer_run_queues), no
+//     CPU hotplug (the 6.14 offline-CPU rule), no PREEMPT_RT soft default.
+//   * A callback runs at one instant; its duration (the host's) moves the
+//     interrupt's clock but no other CPU waits for a running callback.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace timerlab {
+
+using HrtimerId = std::uint32_t;
+inline constexpr HrtimerId kNoHrtimer = 0xFFFFFFFFu;
+inline constexpr std::int64_t kHrtimerNever = INT64_MAX;  // KTIME_MAX
+
+// enum hrtimer_mode bits (include/linux/hrtimer.h).
+inline constexpr std::uint8_t HRTIMER_MODE_ABS = 0x00;
+inline constexpr std::uint8_t HRTIMER_MODE_REL = 0x01;
+inline constexpr std::uint8_t HRTIMER_MODE_PINNED = 0x02;
+inline constexpr std::uint8_t HRTIMER_MODE_SOFT = 0x04;
+inline constexpr std::uint8_t HRTIMER_MODE_HARD = 0x08;
+inline constexpr std::uint8_t HRTIMER_MODE_MASK = 0x0F;
+
+// hrtimer_interrupt: passes before it gives up, and the longest hang delay.
+inline constexpr unsigned kHrtimerMaxPasses = 3;
+inline constexpr std::int64_t kHrtimerMaxHangDelayNs = 100'000'000;
+
+enum class HrtimerRestart : std::uint8_t { norestart = 0, restart = 1 };
+
+struct Hrtimer {
+  std::int64_t expires = 0;      // node.expires: the hard expiry (ns, CLOCK_MONOTONIC)
+  std::int64_t softexpires = 0;  // _softexpires
+  std::uint64_t seq = 0;         // enqueue order: ties of `expires` go to the earlier enqueue
+  std::uint32_t heap_pos = kNotQueued;
+  std::int32_t cpu = -1;         // the hrtimer_cpu_base it is (or was last) queued on
+  std::uint16_t function = 0;    // callback name code (the host's table)
+  bool is_soft = false;          // HRTIMER_MODE_SOFT at setup: lives on the soft base
+  bool running = false;          // its callback is running now
+  std::uint32_t owner = 0;       // the host's: what the callback acts on
+
+  static constexpr std::uint32_t kNotQueued = 0xFFFFFFFFu;
+  bool queued() const { return heap_pos != kNotQueued; }
+};
+
+// One timerqueue: an indexed binary min-heap of timer ids keyed by
+// (expires, seq); timers keep their position for O(log n) removal.
+class HrtimerQueue {
+ public:
+  bool empty() const { return heap_.empty(); }
+  std::size_t size() const { return heap_.size(); }
+  HrtimerId first() const { return heap_.empty() ? kNoHrtimer : heap_[0]; }
+  void add(std::vector<Hrtimer>& pool, HrtimerId t);
+  void del(std::vector<Hrtimer>& pool, HrtimerId t);
+  // The earliest hard expiry among the queued timers other than `exclude`.
+  std::int64_t first_expires_without(const std::vector<Hrtimer>& pool, HrtimerId exclude) const;
+  std::string check(const std::vector<Hrtimer>& pool) const;
+  const std::vector<HrtimerId>& ids() const { return heap_; }
+
+ private:
+  static bool less(const std::vector<Hrtimer>& pool, HrtimerId a, HrtimerId b) {
+    const Hrtimer& x = pool[a];
+    const Hrtimer& y = pool[b];
+    return x.expires != y.expires ? x.expires < y.expires : x.seq < y.seq;
+  }
+  void up(std::vector<Hrtimer>& pool, std::uint32_t i);
+  void down(std::vector<Hrtimer>& pool, std::uint32_t i);
+  std::vector<HrtimerId> heap_;
+};
+
+enum HrtimerBaseType : unsigned { HRTIMER_BASE_MONOTONIC = 0, HRTIMER_BASE_MONOTONIC_SOFT = 1, HRTIMER_MAX_CLOCK_BASES = 2 };
+
+struct HrtimerCpuBase {
+  HrtimerQueue clock_base[HRTIMER_MAX_CLOCK_BASES];
+  std::int64_t expires_next = kHrtimerNever;
+  HrtimerId next_timer = kNoHrtimer;
+  std::int64_t softirq_expires_next = kHrtimerNever;
+  HrtimerId softirq_next_timer = kNoHrtimer;
+  std::int64_t device_next = kHrtimerNever;  // the clock event device (dev->next_event)
+  bool in_hrtirq = false, hang_detected = false, softirq_activated = false;
+  // /proc/timer_list's counters.
+  std::uint64_t nr_events = 0, nr_retries = 0, nr_hangs = 0;
+  std::int64_t max_hang_time_ns = 0;
+};
+
+// What the hrtimer code asks of the machine around it (the engine, or a test).
+class HrtimerHost {
+ public:
+  virtual ~HrtimerHost() = default;
+  virtual unsigned hrtimer_this_cpu() = 0;       // smp_processor_id()
+  virtual std::int64_t hrtimer_now() = 0;        // ktime_get() on this CPU, now (moves while callbacks run)
+  // get_nohz_timer_target() for this CPU (kernel/sched/core.c).
+  virtual unsigned hrtimer_nohz_target() = 0;
+  // keep_local's test: this CPU's tick runs or need-resched is set.
+  virtual bool hrtimer_tick_running() = 0;
+  // The callback of `t` (just dequeued); `now` is the interrupt's clock for
+  // this pass. It may start or cancel timers. Returns what the kernel's
+  // callback returns.
+  virtual HrtimerRestart hrtimer_callback(HrtimerId t, std::int64_t now) = 0;
+  // The device of `cpu` was programmed for `t` (kHrtimerNever: stopped).
+  virtual void hrtimer_device_programmed(unsigned cpu, std::int64_t t) = 0;
+  // Tracepoints (include/trace/events/timer.h).
+  virtual void trace_hrtimer_start(HrtimerId, std::uint8_t /*mode*/, bool /*was_armed*/) {}
+  virtual void trace_hrtimer_cancel(HrtimerId) {}
+};
+
+struct HrtimerPolicy {
+  bool timer_migration = true;  // kernel.timer_migration (and NOHZ active)
+  bool keep_local = false;      // the 2026 locality change (kernel behaviour hrtimer_keep_local)
+};
+
+// The hrtimers of a machine: a pool of timers and one cpu base per CPU.
+class Hrtimers {
+ public:
+  Hrtimers(unsigned nr_cpus, HrtimerPolicy policy, HrtimerHost& host);
+
+  // hrtimer_setup: a new timer (or reuse of a freed id); soft: HRTIMER_MODE_SOFT.
+  HrtimerId setup(std::uint16_t function, bool soft, std::uint32_t owner);
+  void release(HrtimerId t);  // the timer must not be queued
+
+  // hrtimer_start_range_ns: (re)arm `t` for [tim, tim + delta_ns] (REL: from
+  // now) from this CPU. Returns the CPU it was queued on.
+  unsigned start_range_ns(HrtimerId t, std::int64_t tim, std::int64_t delta_ns, std::uint8_t mode);
+  unsigned start(HrtimerId t, std::int64_t tim, std::uint8_t mode) { return start_range_ns(t, tim, 0, mode); }
+  // hrtimer_try_to_cancel / hrtimer_cancel: true if it was queued.
+  bool cancel(HrtimerId t);
+  // hrtimer_forward: move the expiry past `now` by whole intervals; the number of intervals.
+  std::uint64_t forward(HrtimerId t, std::int64_t now, std::int64_t interval_ns);
+
+  // The device of `cpu` fired (the host calls it on that CPU at its clock).
+  // Returns true if the HRTIMER softirq was raised.
+  bool hrtimer_interrupt(unsigned cpu);
+  // HRTIMER_SOFTIRQ on `cpu`.
+  void hrtimer_run_softirq(unsigned cpu);
+
+  // hrtimer_next_event_without: the earliest hard expiry of `cpu`'s queues
+  // (soft ones too unless the softirq is raised), ignoring `exclude`.
+  std::int64_t next_event_without(unsigned cpu, HrtimerId exclude) const;
+
+  const Hrtimer& operator[](HrtimerId t) const { return pool_[t]; }
+  Hrtimer& operator[](HrtimerId t) { return pool_[t]; }
+  const HrtimerCpuBase& base(unsigned cpu) const { return bases_[cpu]; }
+  std::size_t size() const { return pool_.size(); }
+  std::string check_invariants() const;
+
+ private:
+  HrtimerQueue& queue_of(const Hrtimer& t) { return bases_[static_cast<unsigned>(t.cpu)].clock_base[t.is_soft]; }
+  bool enqueue(HrtimerId t, unsigned cpu);
+  void remove(HrtimerId t, bool reprogram);
+  unsigned switch_hrtimer_base(HrtimerId t, unsigned this_cpu, bool pinned);
+  bool check_target(HrtimerId t, unsigned cpu) const;
+  std::int64_t get_next_event(const HrtimerCpuBase& b, unsigned which) const;
+  std::int64_t update_next_event(HrtimerCpuBase& b);
+  void force_reprogram(unsigned cpu, bool skip_equal);
+  void reprogram(HrtimerId t, bool reprogram_device);
+  bool program_device(unsigned cpu, std::int64_t t, bool force);
+  void run_queue(unsigned cpu, unsigned which, std::int64_t now);
+
+  std::vector<Hrtimer> pool_;
+  std::vector<HrtimerId> free_;
+  std::vector<HrtimerCpuBase> bases_;
+  HrtimerPolicy policy_;
+  HrtimerHost& host_;
+  std::uint64_t seq_ = 0;
+};
+
+}  // namespace timerlab
