@@ -188,6 +188,14 @@ void Engine::step(unsigned cpu) {
     // no task is waiting); a running CPU has nothing to do.
     if (cs.act == Activity::irq) cs.need_resched = true;
   } else if (src == WakeSource::clock) {
+    // This wakeup ended an idle period: a replay's traced stay awake
+    // (wake_irq) holds the CPU in its interrupt from when the clock fired.
+    const std::int64_t programmed = cs.tick_stopped ? cs.wakeup : cs.next_tick;
+    if (cs.wake_irq_ns >= 0 && cs.cause_pending && cs.wake_src == WakeSource::clock &&
+        programmed >= cs.wake_irq_for && programmed < cs.wake_irq_for + static_cast<std::int64_t>(tick_nsec_)) {
+      cs.irq_end = std::max(cs.irq_end, now_ - cs.wake_exit_latency + cs.wake_irq_ns);
+      cs.wake_irq_ns = -1;
+    }
     if (cs.tick_stopped) {
       cs.wakeup = INT64_MAX;  // one-shot: the idle loop programs the next
     } else {

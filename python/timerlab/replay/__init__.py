@@ -53,6 +53,15 @@ What is replayed (the script) and what is simulated:
   again), an ``idle_exit`` instead: the simulated CPU leaves the loop too
   (tick_nohz_idle_exit, tmigr_cpu_activate) and idles afresh. Only CPUs that
   log ``cpu_idle`` show these.
+* **how long interrupts kept an idle CPU awake** — an external interrupt
+  until the CPU idles again, and each clock wakeup (the tick, a stopped
+  tick's programmed wakeup) after which it idles again until its handler and
+  the softirqs it raised (timer callbacks, RCU, nohz idle balancing) were
+  done: cpu_idle's exit (``wake_irq`` items, 20-200 µs under qemu). CPUs
+  woken by one tick go inactive in the hierarchy in the order their
+  interrupts end, as the kernel's did (with every interrupt ``irq_ns`` long
+  they went in the order their ticks fired, and the migrator changed hands
+  where the kernel's did not).
 
 Where the trace cannot show something — a CPU that logs no ``cpu_idle``
 (its device interrupts, idle entries and tick stops), timers armed before the
@@ -67,8 +76,9 @@ monotonic time of the trace's first replayed event, and its jiffies equal the
 trace's: jiffies = monotonic // TICK_NSEC + a constant read off the trace as
 :func:`timerlab.fidelity.wheel_replay` does (``SimConfig.initial_jiffies``).
 Each tick fires as late as traced (``tick_delay`` items, measured from the
-grid point its hrtimer was programmed for: a tick a period or more late
-swallowed that grid point's tick), and so does each stopped tick's
+grid point its hrtimer was programmed for to when its handler ran — the
+tick's work, the jiffies update included, is the handler's: a tick a period
+or more late swallowed that grid point's tick), and so does each stopped tick's
 programmed wakeup: a simulated stopped tick programmed for the same time on
 the same CPU arrives as late as the kernel's, and one the kernel did not have
 draws its lateness from that CPU's traced ones (``Config.wake_latency``,
