@@ -100,7 +100,8 @@ Modules: ``script.py`` (the Script and how it is built from a trace),
 ``arms.py`` (how each timer_start was asked for), ``phantoms.py`` (global
 timers armed before the trace, read off the hierarchy's reports),
 ``activity.py`` (tasks, idle periods, device interrupts, tick decisions read
-off the trace), ``clocks.py`` (clock offset, HZ, jiffies, tick lateness),
+off the trace, how long interrupts kept idle CPUs awake), ``clocks.py``
+(clock offset, HZ, jiffies, tick lateness),
 ``config.py`` (the whole Config).
 
 Not here: reading the trace (:mod:`timerlab.trace`), comparing a replay with
@@ -108,11 +109,11 @@ the kernel (:mod:`timerlab.fidelity`: ``tl.validate(trace)`` replays the
 trace under the kernel's own policy and compares).
 """
 from .config import to_config
-from .ops import OP_ARM, OP_BUSY, OP_CANCEL, OP_DELAY, OP_DUTY, OP_EXIT, OP_IDLE, OP_IRQ, OP_NAMES, OP_TICK
+from .ops import OP_ARM, OP_BUSY, OP_CANCEL, OP_DELAY, OP_DUTY, OP_EXIT, OP_IDLE, OP_IRQ, OP_NAMES, OP_TICK, OP_WAKE_IRQ
 from .script import (JIFFIES_MODES, REQUIRED_EVENTS, TICK_MODES, VALIDATE_EVENTS, Script, build_script,
                      require_events, script_of, to_workload)
 
 __all__ = ["Script", "build_script", "to_workload", "to_config", "script_of", "require_events", "REQUIRED_EVENTS",
            "VALIDATE_EVENTS", "JIFFIES_MODES", "TICK_MODES", "OP_ARM", "OP_BUSY", "OP_CANCEL", "OP_DELAY", "OP_DUTY",
-           "OP_EXIT", "OP_IDLE", "OP_IRQ", "OP_NAMES", "OP_TICK"]
+           "OP_EXIT", "OP_IDLE", "OP_IRQ", "OP_NAMES", "OP_TICK", "OP_WAKE_IRQ"]
 
