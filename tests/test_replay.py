@@ -299,7 +299,7 @@ def test_validate_32cpu_and_the_vm_traces(traces):
     CPU on the fsync trace, 85.3 % on the idle one (there the hierarchy's
     active mask shows CPU 1 inactive while its tick runs, which the model
     cannot be: the rest); the report counts the disagreements involving
-    CPU 1 (23 of 52, 52 of 103)."""
+    CPU 1 (17 of 49, 52 of 103)."""
     rep = tl.validate(traces["qemu-6.12.95-32cpu-2node-mixed.trace.txt.xz"])
     assert rep.expiring_cpu.agreement >= 0.95 and rep.idle_entries.agreement >= 0.95
     assert rep.tick_stops.agreement >= 0.95 and rep.tmigr.agreement >= 0.95
