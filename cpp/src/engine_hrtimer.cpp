@@ -68,6 +68,14 @@ void Engine::clock_interrupt(unsigned cpu) {
   // device was programmed for, when it reached the CPU and what the CPU
   // paid to leave its idle state (an awake CPU takes it at once).
   cs.irq_programmed = hr_.base(cpu).device_next;
+  // This wakeup ended an idle period: a replay's traced stay awake
+  // (wake_irq) holds the CPU in its interrupt from when the clock fired.
+  const std::int64_t programmed = cs.irq_programmed;
+  if (cs.wake_irq_ns >= 0 && cs.cause_pending && cs.wake_src == WakeSource::clock &&
+      programmed >= cs.wake_irq_for && programmed < cs.wake_irq_for + static_cast<std::int64_t>(tick_nsec_)) {
+    cs.irq_end = std::max(cs.irq_end, now_ - cs.wake_exit_latency + cs.wake_irq_ns);
+    cs.wake_irq_ns = -1;
+  }
   if (cs.clock_woke_at != INT64_MIN) {
     cs.irq_arrival = cs.clock_woke_at;
     cs.irq_exit_ns = cs.clock_woke_exit_ns;

@@ -93,6 +93,9 @@ struct CpuState {
   // wakeup programmed for traced_late_for.
   std::int64_t wake_late_ns = 0;
   std::int64_t traced_late_for = INT64_MIN, traced_late_ns = 0;
+  // A replay's traced stay awake (wake_irq) for the clock wakeup of the
+  // tick grid point or stopped-tick time wake_irq_for; -1: none.
+  std::int64_t wake_irq_for = INT64_MIN, wake_irq_ns = -1;
   std::int64_t timer_expires = 0;        // tick_nohz_next_event's result
   std::int64_t irq_end = INT64_MAX;
   std::int64_t ipi_at = INT64_MAX;

@@ -26,6 +26,8 @@
 //   tick_policy     applies from the next pass of the idle loop
 //   tick_delay      from the next tick on, this CPU's periodic tick comes
 //                   duration_ns after the tick grid (a traced tick's lateness)
+//   wake_irq        the clock wakeup it names, if it ends an idle period,
+//                   keeps the CPU awake duration_ns (as traced)
 //   jiffies_duty    target_cpu takes the jiffies-update duty (flags 1:
 //                   nobody holds it), as the trace's jiffies show; taking
 //                   it happens at a tick, which brings jiffies up to date
@@ -47,11 +49,15 @@
 //
 // Only arm/cancel/busy_start/external_irq are interrupts in the trace: on a
 // CPU whose tick is stopped they bring jiffies up to date (with the jiffies
-// duty); the tick and duty items are bookkeeping placed between trace events.
+// duty); the tick, wake_irq and duty items are bookkeeping placed between
+// trace events.
 //
 // Simplifications vs. the kernel
-//   * Scripted operations take no time; a timer's callback does nothing
-//     (its effects — re-arms, wakeups of tasks — are scripted items).
+//   * Scripted operations take no time; a timer's callback does nothing but
+//     take its traced time (its effects — re-arms, wakeups of tasks — are
+//     scripted items). Interrupts take their traced time where the CPU
+//     idles again after them (external_irq, wake_irq); one that wakes a task
+//     ends at once (the switch to the task comes that much early).
 //   * A task's CPU is the trace's: no load balancing is simulated; a task
 //     woken by a timer runs where the trace ran it.
 //   * Only wakeups from timer callbacks are causal; a task woken by another
@@ -103,6 +109,7 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
         break;
       case ScriptOp::external_irq:
       case ScriptOp::idle_exit:
+      case ScriptOp::wake_irq:
         if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "duration_ns must be in [0, 1000 s]");
         break;
       case ScriptOp::tick_delay:
@@ -139,7 +146,8 @@ constexpr std::int64_t kScriptWakeWaitNs = 1'000'000'000;
 // lateness and the jiffies duty are properties of the tick grid, and the
 // kernel's tick decisions belong to idle entries that mostly follow its ticks.
 bool is_clock_item(ScriptOp op) {
-  return op == ScriptOp::tick_delay || op == ScriptOp::jiffies_duty || op == ScriptOp::tick_policy;
+  return op == ScriptOp::tick_delay || op == ScriptOp::jiffies_duty || op == ScriptOp::tick_policy ||
+         op == ScriptOp::wake_irq;
 }
 
 bool woken_by_timer(const ScriptItem& it) {
@@ -254,7 +262,7 @@ bool Engine::script_runs_in_idle(unsigned cpu) {
   cs.work.pop();
   if (stale) return true;  // nothing happens: the item was rescheduled
   // The trace shows the CPU in an interrupt here: tick_nohz_irq_enter.
-  const bool bookkeeping = op == ScriptOp::tick_delay || op == ScriptOp::tick_policy || op == ScriptOp::jiffies_duty;
+  const bool bookkeeping = is_clock_item(op);
   if (cfg_.jiffies_duty && cs.tick_stopped && !bookkeeping) update_jiffies();
   if (item.kind == work_script) {
     script_op(cpu, static_cast<std::size_t>(item.id));
@@ -355,6 +363,10 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
         trace_hrtimers_ = true;
       }
       break;
+    case ScriptOp::wake_irq:
+      cs.wake_irq_for = it.t_ns + 1;
+      cs.wake_irq_ns = it.duration_ns;
+      break;
     case ScriptOp::tick_policy:
       cs.script_tick = static_cast<std::uint8_t>(it.flags);
       break;
@@ -369,7 +381,9 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       break;
     case ScriptOp::external_irq:
       interrupt(cpu);
-      if (cs.act == Activity::irq) cs.irq_end = std::max(cs.irq_end, now_ + it.duration_ns);
+      // The traced stay awake counts from the interrupt's arrival: a CPU
+      // woken from idle runs this item only after its exit latency.
+      if (cs.act == Activity::irq) cs.irq_end = std::max(cs.irq_end, now_ - cs.wake_exit_latency + it.duration_ns);
       break;
     case ScriptOp::idle_exit:
       // need_resched with nothing to run: do_idle leaves its loop when the

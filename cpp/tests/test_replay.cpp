@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "timerlab/engine.hpp"
+#include "timerlab/nohz.hpp"
 
 using namespace timerlab;
 
@@ -307,6 +308,58 @@ TEST(Replay, AnIdlePeriodBegunBeforeTheTraceKeepsItsTick) {
   EXPECT_THROW(simulate(c), std::invalid_argument);
 }
 
+namespace {
+
+// When CPU `cpu` entered idle (cpu_idle with a state) at or after `from`.
+std::int64_t next_idle_entry(const SimResult& r, unsigned cpu, std::int64_t from) {
+  for (const EventRow& e : r.events) {
+    if (e.ts_ns >= from && e.cpu == static_cast<std::int32_t>(cpu) && e.event == SimEvent::cpu_idle &&
+        e.v[0] != kCpuIdleExit) {
+      return e.ts_ns;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST(Replay, AClockWakeupKeepsTheCpuAwakeAsLongAsTraced) {
+  // CPU 0 idles with its tick kept. The tick of 1100 ms wakes it; the trace
+  // shows it awake for 300 µs (its softirqs) before it idled again: a
+  // wake_irq item for that grid point holds it in the interrupt that long,
+  // counted from when the tick fired (not after the state's exit latency).
+  // Without the item the interrupt takes irq_ns. The 1104 ms tick has none.
+  SimConfig c = replay_config(1);
+  c.governor = "none";
+  c.idle.states = {{"C1", 10'000, 20'000, 0, 0, false, false, false}};
+  c.workload.script.initial_tick = {1};
+  ScriptItem keep = op(1000 * kMs, 0, ScriptOp::tick_policy);
+  keep.flags = 1;
+  c.workload.script.items = {keep};
+  const SimResult plain = simulate(c);
+  EXPECT_EQ(next_idle_entry(plain, 0, 1100 * kMs), 1100 * kMs + 10'000 + c.workload.irq_ns);
+  ScriptItem awake = op(1100 * kMs - 1, 0, ScriptOp::wake_irq);
+  awake.duration_ns = 300'000;
+  c.workload.script.items.push_back(awake);
+  const SimResult r = simulate(c);
+  EXPECT_EQ(next_idle_entry(r, 0, 1100 * kMs), 1100 * kMs + 300'000);
+  EXPECT_EQ(next_idle_entry(r, 0, 1104 * kMs), 1104 * kMs + 10'000 + c.workload.irq_ns);
+  c.workload.script.items.back().duration_ns = -1;
+  EXPECT_THROW(simulate(c), std::invalid_argument);
+}
+
+TEST(Replay, AnExternalInterruptsTracedTimeCountsFromItsArrival) {
+  // The trace shows a device interrupt keeping idle CPU 1 awake 50 µs: the
+  // CPU idles again 50 µs after it arrived, its 10 µs exit latency included.
+  SimConfig c = replay_config(2);
+  c.governor = "none";
+  c.idle.states = {{"C1", 10'000, 20'000, 0, 0, false, false, false}};
+  ScriptItem irq = op(1050 * kMs + 123, 1, ScriptOp::external_irq);
+  irq.duration_ns = 50'000;
+  c.workload.script.items = {irq};
+  EXPECT_EQ(next_idle_entry(simulate(c), 1, 1050 * kMs), 1050 * kMs + 123 + 50'000);
+}
+
 TEST(Replay, BadScriptsAreRejectedWithAMessage) {
   auto expect_bad = [](SimConfig c, const char* what) {
     try {
@@ -325,7 +378,7 @@ TEST(Replay, BadScriptsAreRejectedWithAMessage) {
   expect_bad(c, "timer key 7");
   c.workload.script.items = {arm(1010 * kMs, 0, 0, kJ0 + 300, 0x1)};
   expect_bad(c, "flags");
-  c.workload.script.items = {op(1010 * kMs, 0, static_cast<ScriptOp>(9))};
+  c.workload.script.items = {op(1010 * kMs, 0, static_cast<ScriptOp>(10))};
   expect_bad(c, "unknown operation");
   c.workload.script.items = {op(1010 * kMs, 0, ScriptOp::tick_policy)};
   c.workload.script.items[0].flags = 3;

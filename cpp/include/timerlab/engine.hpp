@@ -59,7 +59,9 @@
 // Simplifications vs. the kernel
 //   * The softirq's own work and the hierarchy walks take no simulated time,
 //     nor does a busy CPU's softirq delay its task; an interrupt from idle
-//     keeps the CPU awake irq_ns (after exit latency).
+//     keeps the CPU awake irq_ns (after exit latency) — in a replay, an
+//     interrupt after which the trace's CPU idled again keeps it as long as
+//     traced (external_irq, wake_irq: engine_replay.cpp).
 //   * The jiffies-update duty is modelled only with jiffies_duty (replays
 //     of real traces, whose ticks run late); otherwise jiffies is always
 //     current. timekeeping_max_deferment is not modelled.

@@ -147,7 +147,8 @@ struct LoopSpec {
 //                 the CPU that expired it — and the task's run (this CPU's
 //                 items up to the next idle_start) moves with it
 //   idle_start    the CPU stops running tasks (enters the idle loop)
-//   external_irq  a device interrupt keeping the CPU awake duration_ns
+//   external_irq  a device interrupt keeping the CPU awake duration_ns from
+//                 its arrival (an idle CPU's exit latency included)
 //   tick_delay    the CPU's next periodic tick fires duration_ns after its
 //                 grid time (the trace's tick ran that late; < 1 tick).
 //                 flags kScriptStoppedTick: the trace's tick was stopped and
@@ -155,6 +156,14 @@ struct LoopSpec {
 //                 a simulated stopped tick programmed for the same time
 //                 arrives as late (wake_latency.hpp); a simulated tick that
 //                 runs takes it as its lateness, as for flags 0
+//   wake_irq      the CPU's clock wakeup programmed for t_ns + 1 (its tick
+//                 of that grid point, late as tick_delay says, or a stopped
+//                 tick's wakeup programmed then), if it wakes the CPU from
+//                 idle, keeps it in the interrupt duration_ns from when it
+//                 fired: the trace's handler and the softirqs it raised
+//                 (timer callbacks, RCU, nohz idle balancing) took that long
+//                 before the idle loop went round again. A simulated wakeup
+//                 up to a tick later than the traced one takes it as well.
 //   idle_exit     an interrupt that sets need-resched with no task to run
 //                 (6.12's fair-server timer): the CPU leaves the idle loop —
 //                 tick_nohz_idle_exit, tmigr_cpu_activate — and enters it
@@ -181,7 +190,7 @@ inline constexpr std::uint32_t kScriptStoppedTick = 1;
 
 enum class ScriptOp : std::uint8_t {
   arm = 0, cancel = 1, busy_start = 2, idle_start = 3, external_irq = 4, tick_policy = 5, tick_delay = 6,
-  jiffies_duty = 7, idle_exit = 8
+  jiffies_duty = 7, idle_exit = 8, wake_irq = 9
 };
 
 // Where a scripted arm goes (timerlab.replay.arms reads it off the trace).

@@ -279,3 +279,39 @@ def hidden_tick_policies(ev, cpus):
             p[2] = True
     out += [(p[0], c, int(p[2]), p[1]) for c, p in period.items() if p is not None]  # open at the end
     return out
+
+
+def clock_wake_ends(ev, cpus_with_idle) -> dict:
+    """{line of a tick's hrtimer_expire_entry: timestamp its interrupt ended}
+    for each clock interrupt (the tick, or a stopped tick's programmed
+    wakeup) that ended an idle period and after which the CPU idled again
+    with neither a task run nor the idle loop left: how long the kernel's CPU
+    stayed awake there. The interrupt, with the softirqs it raised (TIMER,
+    RCU, SCHED: nohz idle balancing), ends where do_idle's loop takes over
+    again, which cpu_idle's exit marks where it is logged after the handler
+    ran (default_idle_call); where it is logged first, the next idle entry."""
+    out = {}
+    sub = ev[ev["cpu"].isin(cpus_with_idle)]
+    event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
+    state, function, is_idle = column(sub, "state"), column(sub, "function", ""), column(sub, "is_idle")
+    prev_pid, next_pid = column(sub, "prev_pid"), column(sub, "next_pid")
+    # CPU -> "idle" (nothing seen since the entry but perhaps its exit); CPU -> [line, end or None]
+    phase, cand = {}, {}
+    for i, e in enumerate(event):
+        c = cpu[i]
+        if e == "cpu_idle":
+            if state[i] != CPU_IDLE_EXIT:
+                p = cand.pop(c, None)
+                if p is not None:
+                    out[p[0]] = ts[i] if p[1] is None else p[1]
+                phase[c] = "idle"
+            elif c in cand and cand[c][1] is None:
+                cand[c][1] = ts[i]
+            continue
+        first = phase.pop(c, None) == "idle"
+        if first and e == "hrtimer_expire_entry" and str(function[i]) in TICK_FUNCTIONS:
+            cand[c] = [line[i], None]
+        elif (e == "sched_switch" and prev_pid[i] == 0 and next_pid[i] != 0) or \
+                e == "tmigr_cpu_active" or (e == "timer_base_idle" and is_idle[i] == 0):
+            cand.pop(c, None)
+    return out

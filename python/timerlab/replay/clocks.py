@@ -151,11 +151,13 @@ def tick_wakeups(ev, tick_ns, offset=None):
     of a tick or more means the grid point's tick never ran — a stall under
     the hypervisor — and the next one came instead, late.
 
-    With the trace clock's ``offset`` (clock_offset), the lateness of a tick
-    that ended an idle period runs to when its handler ran (the event's timestamp), not to its
-    ``now=``: a vCPU can be descheduled between reading the clock and running
-    the handler (0.8 ms on the idle trace), and it is the handler — its timer
-    softirq — that takes the duty's event."""
+    With the trace clock's ``offset`` (clock_offset), a tick's lateness runs
+    to when its handler ran (the event's timestamp), not to its ``now=``: a
+    vCPU can be descheduled between reading the clock and running the
+    handler (0.8 ms on the idle trace), and it is the handler that does the
+    tick's work — its timer softirq takes the duty's event, and the
+    jiffies-update duty's holder advances jiffies there, which other CPUs'
+    tick decisions read (tick_nohz_next_event's basej)."""
     sel = ev[(ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
               & ev["function"].astype(str).isin(TICK_FUNCTIONS))
              | ev["event"].isin(("tick_stop", "cpu_idle", "sched_switch", "timer_base_idle"))]
@@ -191,7 +193,7 @@ def tick_wakeups(ev, tick_ns, offset=None):
             g, was_stopped = programmed.pop((c, hrtimer[i]), (None, False))
             if g is None or g > now[i] or (not was_stopped and g % tick_ns):
                 g, was_stopped = now[i] // tick_ns * tick_ns, False
-            ran = max(now[i], ts[i] - offset) if from_idle and offset is not None else now[i]
+            ran = max(now[i], ts[i] - offset) if offset is not None else now[i]
             out.append((g, ran - g, c, line[i], was_stopped, from_idle))
     return out
 

@@ -17,13 +17,13 @@ from ..trace.events import column, expiry_detaches
 from ..trace.features import record_hint
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
-from .activity import (device_interrupts, entries_before_first_tick, hidden_tick_policies, initial_ticks,
-                       task_intervals, tick_policies, timer_wakeups)
+from .activity import (clock_wake_ends, device_interrupts, entries_before_first_tick, hidden_tick_policies,
+                       initial_ticks, task_intervals, tick_policies, timer_wakeups)
 from .arms import PLACE_NAMES, arm_places
 from ..wake_latency import fit_tables
 from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeups
 from .phantoms import PHANTOM, PHANTOM_FUNCTION, phantom_timers
-from .ops import OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_NAMES, OP_TICK, WAKE_STOPPED
+from .ops import OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_NAMES, OP_TICK, OP_WAKE_IRQ, WAKE_STOPPED
 
 JIFFIES_MODES = ("auto", "kernel", "grid")
 TICK_MODES = ("simulated", "kept", "trace")
@@ -268,6 +268,13 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             continue
         if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
             rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, WAKE_STOPPED if stopped else 0, 0, cpu, d))
+    # How long each clock wakeup of an idle CPU kept it awake (softirqs included), beside its lateness: the
+    # order in which CPUs woken by one tick idle again — which of them goes inactive last in the hierarchy —
+    # is the order their interrupts end.
+    ends = clock_wake_ends(run, sorted(idle_cpus))
+    for g, d, cpu, line, _, _ in wakeups:
+        if line in ends and g + d >= start_ns:
+            rows.append((g - 1 + offset, line, cpu, OP_WAKE_IRQ, 0, 0, 0, 0, cpu, max(0, ends[line] - offset - (g + d))))
     wake_stopped = fit_tables(wakeups, True, nr_cpus, per_cpu=True)
     if not wake_stopped:
         notes.append("no stopped tick wakes an idle CPU in the trace: simulated stopped ticks wake on time")
