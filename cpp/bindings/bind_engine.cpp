@@ -59,17 +59,21 @@ ScriptSpec script_of(const py::dict& d) {
   const auto duration = get<py::array_t<std::int64_t, forced>>(d, "duration_ns");
   const auto place = get<py::array_t<std::uint8_t, forced>>(d, "place");
   const auto n = static_cast<std::size_t>(t.size());
+  // late_ns came with replayed hrtimers: a script without it has none.
+  const auto late = d.contains("late_ns") ? get<py::array_t<std::int64_t, forced>>(d, "late_ns")
+                                          : py::array_t<std::int64_t, forced>(std::vector<py::ssize_t>{static_cast<py::ssize_t>(n)});
   for (const py::array* a : {static_cast<const py::array*>(&cpu), static_cast<const py::array*>(&op),
                              static_cast<const py::array*>(&key), static_cast<const py::array*>(&expires),
                              static_cast<const py::array*>(&flags), static_cast<const py::array*>(&function),
                              static_cast<const py::array*>(&target), static_cast<const py::array*>(&duration),
-                             static_cast<const py::array*>(&place)}) {
+                             static_cast<const py::array*>(&place), static_cast<const py::array*>(&late)}) {
     if (a->ndim() != 1 || static_cast<std::size_t>(a->size()) != n) {
       throw std::invalid_argument("script: every column must be 1-D with one entry per item");
     }
   }
   ScriptSpec s;
   s.nr_keys = get<std::uint32_t>(d, "nr_keys");
+  if (d.contains("nr_hrtimer_keys")) s.nr_hrtimer_keys = get<std::uint32_t>(d, "nr_hrtimer_keys");
   s.initial_busy = get<std::vector<std::uint8_t>>(d, "initial_busy");
   if (d.contains("initial_tick")) s.initial_tick = get<std::vector<std::uint8_t>>(d, "initial_tick");
   s.items.resize(n);
@@ -83,16 +87,17 @@ ScriptSpec script_of(const py::dict& d) {
   const auto tgv = target.unchecked<1>();
   const auto dv = duration.unchecked<1>();
   const auto pv = place.unchecked<1>();
+  const auto lv = late.unchecked<1>();
   for (std::size_t i = 0; i < n; ++i) {
     const auto k = static_cast<py::ssize_t>(i);
-    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::wake_irq)) {
+    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::hrtimer_cancel)) {
       throw std::invalid_argument("script item " + std::to_string(i) + ": unknown operation " + std::to_string(ov(k)));
     }
     if (pv(k) > static_cast<std::uint8_t>(ArmPlace::own_base)) {
       throw std::invalid_argument("script item " + std::to_string(i) + ": unknown place " + std::to_string(pv(k)));
     }
     s.items[i] = {tv(k), cv(k), static_cast<ScriptOp>(ov(k)), kv(k), ev(k), fv(k), fnv(k), tgv(k), dv(k),
-                  static_cast<ArmPlace>(pv(k))};
+                  static_cast<ArmPlace>(pv(k)), d.contains("late_ns") ? lv(k) : -1};
   }
   return s;
 }

@@ -107,9 +107,19 @@ std::int64_t Engine::clock_at(unsigned cpu) const {
   // which is not halted).
   const CpuState& cs = cpus_[cpu];
   const std::int64_t programmed = hr_.base(cpu).device_next;
-  if (cs.act != Activity::idle || programmed == INT64_MAX) return programmed;
-  if (cfg_.idle.states[static_cast<std::size_t>(cs.state)].polling) return programmed;
-  if (programmed == cs.traced_late_for) return programmed + cs.traced_late_ns;
+  if (programmed == INT64_MAX) return programmed;
+  const bool idle = cs.act == Activity::idle;
+  // A traced lateness runs to when the kernel's handler ran, its exit from
+  // idle included: the simulated CPU pays its state's exit latency after it.
+  const std::int64_t exit = idle ? cfg_.idle.states[static_cast<std::size_t>(cs.state)].exit_latency_ns : 0;
+  // A replayed hrtimer the device is programmed for runs as late as traced,
+  // idle or not: the platform delivered the kernel's interrupt that late.
+  const HrtimerId next = hr_.base(cpu).next_timer;
+  if (next != kNoHrtimer && hinfo_[next].traced_late_ns >= 0 && hr_[next].expires == programmed) {
+    return programmed + std::max<std::int64_t>(0, hinfo_[next].traced_late_ns - exit);
+  }
+  if (!idle || cfg_.idle.states[static_cast<std::size_t>(cs.state)].polling) return programmed;
+  if (programmed == cs.traced_late_for) return programmed + std::max<std::int64_t>(0, cs.traced_late_ns - exit);
   return programmed + cs.wake_late_ns;
 }
 

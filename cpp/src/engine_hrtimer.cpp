@@ -156,6 +156,10 @@ HrtimerRestart Engine::hrtimer_callback(HrtimerId t, std::int64_t now) {
     case HrtimerKind::fair_server:
       fair_server_fired(cpu);
       break;
+    case HrtimerKind::script:
+      // A replayed hrtimer: a task asleep on it wakes (hrtimer_wakeup); the rest is the script's.
+      script_timer_fired(cfg_.workload.script.nr_keys + hr_[t].owner);
+      break;
     default:
       break;
   }

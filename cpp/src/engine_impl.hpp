@@ -150,6 +150,7 @@ struct HrtimerInfo {
   std::uint8_t mode = 0;
   std::int64_t row = -1;  // res.hrtimers
   std::int64_t callback_ns = -1;  // a replay's traced duration (-1: the function's)
+  std::int64_t traced_late_ns = -1;  // a replay's lateness waking an idle CPU (-1: the platform's)
 };
 
 struct TimerInfo {
@@ -289,7 +290,9 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   void script_schedule_step(unsigned cpu);
   void script_step(unsigned cpu, const WorkItem& item);
   bool script_step_is_current(unsigned cpu, const WorkItem& item) const;
-  void script_timer_fired(std::uint32_t key);
+  void script_timer_fired(std::uint32_t key);  // a timer key, or nr_keys + an hrtimer key
+  std::uint32_t waiter_key(const ScriptItem& it) const;
+  void script_hrtimer_op(unsigned cpu, const ScriptItem& it);
 
   SimConfig cfg_;
   Topology topo_;
@@ -310,6 +313,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   std::vector<TimerId> free_timers_;
   std::vector<TimerId> script_timers_;  // key -> timer
   std::vector<std::vector<std::uint32_t>> script_steps_;  // per CPU: its activity items, in order
+  std::vector<HrtimerId> script_hrtimers_;   // hrtimer key -> hrtimer
   std::vector<std::uint8_t> script_fired_;   // key -> expired since its last scripted arm
   // key -> the CPUs whose next item waits for its expiry (rarely more than one:
   // an on-stack timer's address reused by tasks of several CPUs).

@@ -71,70 +71,6 @@
 
 namespace timerlab {
 
-void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
-  auto bad = [](std::size_t i, const std::string& m) {
-    throw std::invalid_argument("script item " + std::to_string(i) + ": " + m);
-  };
-  if (nr_keys > (1u << 24)) throw std::invalid_argument("script: nr_keys must be at most 2^24");
-  for (const auto& [name, v] : {std::pair{"initial_busy", &initial_busy}, std::pair{"initial_tick", &initial_tick}}) {
-    if (!v->empty() && v->size() != nr_cpus) {
-      throw std::invalid_argument(std::string("script: ") + name + " has " + std::to_string(v->size()) +
-                                  " entries for " + std::to_string(nr_cpus) + " CPUs");
-    }
-  }
-  for (std::size_t c = 0; c < initial_tick.size(); ++c) {
-    if (initial_tick[c] > 2) {
-      throw std::invalid_argument("script: initial_tick of CPU " + std::to_string(c) +
-                                  " must be 0 (governor), 1 (keep) or 2 (stop)");
-    }
-  }
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const ScriptItem& it = items[i];
-    if (it.t_ns < 0 || it.t_ns > (std::int64_t{1} << 62)) bad(i, "time " + std::to_string(it.t_ns) + " ns is not in [0, 2^62]");
-    if (i > 0 && it.t_ns < items[i - 1].t_ns) {
-      bad(i, "times are not sorted (" + std::to_string(it.t_ns) + " ns after " + std::to_string(items[i - 1].t_ns) +
-                 " ns)");
-    }
-    if (it.cpu >= nr_cpus) bad(i, "CPU " + std::to_string(it.cpu) + " does not exist (cpus=" + std::to_string(nr_cpus) + ")");
-    switch (it.op) {
-      case ScriptOp::arm:
-        if (it.target_cpu >= nr_cpus) bad(i, "target CPU " + std::to_string(it.target_cpu) + " does not exist");
-        if (it.place > ArmPlace::own_base) bad(i, "unknown place " + std::to_string(static_cast<int>(it.place)));
-        if (it.flags & ~TIMER_INIT_FLAGS) bad(i, "flags may hold only pinned, deferrable and irqsafe");
-        if (it.function >= nr_functions) bad(i, "unknown function code " + std::to_string(it.function));
-        if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000) bad(i, "callback duration must be in [0, 1 s]");
-        [[fallthrough]];
-      case ScriptOp::cancel:
-        if (it.key >= nr_keys) bad(i, "timer key " + std::to_string(it.key) + " >= nr_keys " + std::to_string(nr_keys));
-        break;
-      case ScriptOp::external_irq:
-      case ScriptOp::idle_exit:
-      case ScriptOp::wake_irq:
-        if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "duration_ns must be in [0, 1000 s]");
-        break;
-      case ScriptOp::tick_delay:
-        if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "tick_delay must be in [0, 1000 s]");
-        if (it.flags > kScriptStoppedTick) bad(i, "tick_delay flags must be 0 or 1 (a stopped tick's wakeup)");
-        break;
-      case ScriptOp::tick_policy:
-        if (it.flags > 2) bad(i, "tick_policy must be 0 (governor), 1 (keep) or 2 (stop)");
-        break;
-      case ScriptOp::jiffies_duty:
-        if (it.flags > 1) bad(i, "jiffies_duty flags must be 0 (target_cpu holds it) or 1 (nobody)");
-        if (it.flags == 0 && it.target_cpu >= nr_cpus) bad(i, "jiffies_duty: CPU " + std::to_string(it.target_cpu) + " does not exist");
-        break;
-      case ScriptOp::busy_start:
-        if (it.flags > kScriptWokenByTimer) bad(i, "busy_start flags must be 0 or 1 (woken by timer `key`)");
-        if (it.flags && it.key >= nr_keys) bad(i, "timer key " + std::to_string(it.key) + " >= nr_keys " + std::to_string(nr_keys));
-        break;
-      case ScriptOp::idle_start:
-        break;
-      default:
-        bad(i, "unknown operation " + std::to_string(static_cast<int>(it.op)));
-    }
-  }
-}
-
 namespace {
 
 // A scripted busy_start whose task was woken by a timer's callback waits
@@ -151,7 +87,7 @@ bool is_clock_item(ScriptOp op) {
 }
 
 bool woken_by_timer(const ScriptItem& it) {
-  return it.op == ScriptOp::busy_start && (it.flags & kScriptWokenByTimer);
+  return it.op == ScriptOp::busy_start && (it.flags == kScriptWokenByTimer || it.flags == kScriptWokenByHrtimer);
 }
 
 }  // namespace
@@ -172,8 +108,23 @@ void Engine::start_script() {
     if (t != k) throw std::logic_error("script timers must be allocated first");
     script_timers_[k] = t;
   }
-  script_fired_.assign(s.nr_keys, 0);
-  script_waiters_.assign(s.nr_keys, {});
+  // Tasks wait on a timer key, or on an hrtimer key (after the timers').
+  script_fired_.assign(s.nr_keys + s.nr_hrtimer_keys, 0);
+  script_waiters_.assign(s.nr_keys + s.nr_hrtimer_keys, {});
+  script_hrtimers_.assign(s.nr_hrtimer_keys, kNoHrtimer);
+  // Script hrtimers come right after the ticks (one per CPU): key k is
+  // HrtimerId nr_cpus + k in the results (res.hrtimers). Each is set up on
+  // the CPU of its first start, with that start's callback.
+  std::vector<const ScriptItem*> first_hr(s.nr_hrtimer_keys, nullptr);
+  for (const ScriptItem& it : s.items) {
+    if (it.op == ScriptOp::hrtimer_arm && !first_hr[it.key]) first_hr[it.key] = &it;
+  }
+  for (std::uint32_t k = 0; k < s.nr_hrtimer_keys; ++k) {
+    const ScriptItem* f = first_hr[k];
+    set_context(f ? f->cpu : 0);
+    script_hrtimers_[k] = new_hrtimer(HrtimerKind::script, f ? f->function : 0, k, f && (f->flags & HRTIMER_MODE_SOFT));
+    if (script_hrtimers_[k] != cpus_.size() + k) throw std::logic_error("script hrtimers must follow the ticks");
+  }
   script_steps_.assign(cpus_.size(), {});
   for (unsigned c = 0; c < s.initial_busy.size(); ++c) cpus_[c].script_busy = s.initial_busy[c] != 0;
   for (unsigned c = 0; c < s.initial_tick.size(); ++c) cpus_[c].script_tick = s.initial_tick[c];
@@ -201,10 +152,13 @@ void Engine::script_schedule_step(unsigned cpu) {
   if (it.op == ScriptOp::busy_start && !woken_by_timer(it)) cs.script_shift_ns = 0;
   std::int64_t t = it.t_ns + (it.op == ScriptOp::external_irq ? 0 : cs.script_shift_ns);
   if (woken_by_timer(it)) {
-    if (script_fired_[it.key]) {
+    const std::uint32_t w = waiter_key(it);
+    const bool pending = it.flags == kScriptWokenByTimer ? pool_[script_timers_[it.key]].pending()
+                                                         : hr_[script_hrtimers_[it.key]].queued();
+    if (script_fired_[w]) {
       t = now_;  // its timer already expired: the task is runnable
-    } else if (pool_[script_timers_[it.key]].pending()) {
-      script_waiters_[it.key].push_back(cpu);
+    } else if (pending) {
+      script_waiters_[w].push_back(cpu);
       t += kScriptWakeWaitNs;  // script_timer_fired brings it forward
     }
   }
@@ -223,7 +177,7 @@ void Engine::script_step(unsigned cpu, const WorkItem& item) {
   CpuState& cs = cpus_[cpu];
   const ScriptItem& it = cfg_.workload.script.items[item.id];
   if (woken_by_timer(it)) {
-    std::vector<std::uint32_t>& w = script_waiters_[it.key];
+    std::vector<std::uint32_t>& w = script_waiters_[waiter_key(it)];
     w.erase(std::remove(w.begin(), w.end(), cpu), w.end());  // woken at last, or past the deadline
     cs.script_shift_ns = now_ - it.t_ns;  // the task's run follows its wakeup
   }
@@ -231,6 +185,38 @@ void Engine::script_step(unsigned cpu, const WorkItem& item) {
   script_op(cpu, static_cast<std::size_t>(item.id));
   if (it.op == ScriptOp::idle_start) cs.script_shift_ns = 0;  // the task's run is over: back on the trace's time
   script_schedule_step(cpu);
+}
+
+std::uint32_t Engine::waiter_key(const ScriptItem& it) const {
+  return it.flags == kScriptWokenByHrtimer ? cfg_.workload.script.nr_keys + it.key : it.key;
+}
+
+void Engine::script_hrtimer_op(unsigned cpu, const ScriptItem& it) {
+  const HrtimerId t = script_hrtimers_[it.key];
+  // As for a timer: armed or cancelled anew in the trace, its last sleep was over there.
+  const std::uint32_t w = cfg_.workload.script.nr_keys + it.key;
+  if (!script_waiters_[w].empty()) script_timer_fired(w);
+  if (it.op == ScriptOp::hrtimer_cancel) {
+    hr_.cancel(t);
+    return;
+  }
+  script_fired_[w] = 0;
+  Hrtimer& h = hr_[t];
+  if (!h.queued()) {  // a pointer reused by another hrtimer takes the new one's callback and base
+    h.function = it.function;
+    h.is_soft = it.flags & HRTIMER_MODE_SOFT;
+  }
+  hinfo_[t].traced_late_ns = it.late_ns;
+  // A task's run moved by its wakeup keeps its sleeps: the absolute expiry moves with it.
+  const auto soft = static_cast<std::int64_t>(it.expires_jiffies) + cpus_[cpu].script_shift_ns;
+  auto mode = static_cast<std::uint8_t>(it.flags & (HRTIMER_MODE_PINNED | HRTIMER_MODE_SOFT | HRTIMER_MODE_HARD));
+  if (it.place == ArmPlace::own_base && h.cpu >= 0) {
+    // Restarted by its own callback, which runs on its base's CPU: a local restart there.
+    set_context(static_cast<unsigned>(h.cpu));
+    mode |= HRTIMER_MODE_PINNED;
+  }
+  hr_.start_range_ns(t, soft, it.duration_ns, mode);
+  set_context(cpu);
 }
 
 void Engine::script_timer_fired(std::uint32_t key) {
@@ -384,6 +370,10 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       // The traced stay awake counts from the interrupt's arrival: a CPU
       // woken from idle runs this item only after its exit latency.
       if (cs.act == Activity::irq) cs.irq_end = std::max(cs.irq_end, now_ - cs.wake_exit_latency + it.duration_ns);
+      break;
+    case ScriptOp::hrtimer_arm:
+    case ScriptOp::hrtimer_cancel:
+      script_hrtimer_op(cpu, it);
       break;
     case ScriptOp::idle_exit:
       // need_resched with nothing to run: do_idle leaves its loop when the

@@ -4,55 +4,12 @@
 
 #include <stdexcept>
 
+#include "script_helpers.hpp"
 #include "timerlab/engine.hpp"
 #include "timerlab/nohz.hpp"
 
 using namespace timerlab;
-
-namespace {
-
-constexpr std::int64_t kMs = 1'000'000;
-constexpr jiffies_t kJ0 = 5'000'000;  // a replay's own jiffies at monotonic 0
-
-SimConfig replay_config(unsigned cpus) {
-  SimConfig c;
-  c.topology.nr_cpus = cpus;
-  c.topology.nr_nodes = 1;
-  c.hz = 250;
-  c.pull_model = true;
-  c.start_ns = 1000 * kMs;
-  c.duration_ns = 200 * kMs;
-  c.initial_jiffies = kJ0;
-  c.record_events = true;
-  c.workload.function_names = {"process_timeout", "delayed_work_timer_fn"};
-  c.workload.script.nr_keys = 2;
-  c.workload.script.initial_busy.assign(cpus, 0);
-  return c;
-}
-
-ScriptItem arm(std::int64_t t, unsigned cpu, std::uint32_t key, jiffies_t expires, std::uint32_t flags = 0) {
-  ScriptItem it;
-  it.t_ns = t;
-  it.cpu = cpu;
-  it.op = ScriptOp::arm;
-  it.key = key;
-  it.expires_jiffies = expires;
-  it.flags = flags;
-  it.target_cpu = cpu;
-  return it;
-}
-
-ScriptItem op(std::int64_t t, unsigned cpu, ScriptOp o, std::uint32_t key = 0) {
-  ScriptItem it;
-  it.t_ns = t;
-  it.cpu = cpu;
-  it.op = o;
-  it.key = key;
-  it.duration_ns = 10'000;
-  return it;
-}
-
-}  // namespace
+using namespace timerlab::test;
 
 TEST(Replay, ArmedTimerExpiresAtItsBucketWithTheScriptsJiffies) {
   SimConfig c = replay_config(2);
@@ -378,7 +335,7 @@ TEST(Replay, BadScriptsAreRejectedWithAMessage) {
   expect_bad(c, "timer key 7");
   c.workload.script.items = {arm(1010 * kMs, 0, 0, kJ0 + 300, 0x1)};
   expect_bad(c, "flags");
-  c.workload.script.items = {op(1010 * kMs, 0, static_cast<ScriptOp>(10))};
+  c.workload.script.items = {op(1010 * kMs, 0, static_cast<ScriptOp>(12))};
   expect_bad(c, "unknown operation");
   c.workload.script.items = {op(1010 * kMs, 0, ScriptOp::tick_policy)};
   c.workload.script.items[0].flags = 3;

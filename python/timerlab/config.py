@@ -40,7 +40,7 @@ _DEFAULTS = dict(
     duration_ns=1_000_000_000, seed=1, start_ns=0, ipi_latency_ns=1000, irq_ns=2000, record_events=False,
     record_timers=True, check_invariants=False, idle_states="skx", governor="menu", busy_power_mw=None,
     latency_req_ns=None, record_idle=True, overhead=None, rcu_needs_cpu=True, wake_latency="bare_metal",
-    callback_ns=None, timer_migration=True, latency_model=None, resume_latency_ns=None, record_hrtimers="no_tick",
+    callback_ns=None, timer_migration=True, latency_model=None, resume_latency_ns=None, record_hrtimers=None,
 )
 
 
@@ -91,7 +91,8 @@ class Config:
     woken task, overriding config.LATENCY_DEFAULTS (``irq_entry_ns``,
     ``context_switch_ns``, ``return_to_user_ns``); ``record_hrtimers``:
     which hrtimer instances res.hrtimers keeps ("no_tick" — all but the
-    tick's periodic re-arms —, "all", "none").
+    tick's periodic re-arms —, "all", "none"; default: "no_tick" with
+    ``record_timers``, else "none").
 
     Run: ``workload`` (timerlab.workloads; default ``workloads.mixed()``),
     ``duration_ns``, ``seed`` (fixes everything), ``start_ns`` (monotonic
@@ -154,7 +155,10 @@ class Config:
         set_("callback_ns", check_callback_ns(args["callback_ns"]))
         set_("latency_model", _costs("latency_model", args["latency_model"], LATENCY_DEFAULTS, integer=True))
         set_("resume_latency_ns", _per_cpu_ns("resume_latency_ns", args["resume_latency_ns"], self.topology.cpus))
-        set_("record_hrtimers", check_choice("record_hrtimers", args["record_hrtimers"], RECORD_HRTIMERS))
+        rh = args["record_hrtimers"]
+        if rh is None:  # with the timers' rows, or without
+            rh = "no_tick" if args["record_timers"] else "none"
+        set_("record_hrtimers", check_choice("record_hrtimers", rh, RECORD_HRTIMERS))
         for flag in ("record_events", "record_timers", "check_invariants", "record_idle", "rcu_needs_cpu",
                      "timer_migration"):
             if not isinstance(args[flag], bool):
@@ -257,8 +261,8 @@ class Config:
                  f"duration_ns={self.duration_ns:_}", f"seed={self.seed}", f"workload={self.workload!r}"]
         for k in ("start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers", "check_invariants",
                   "record_idle", "latency_req_ns", "rcu_needs_cpu", "callback_ns", "timer_migration",
-                  "resume_latency_ns", "record_hrtimers"):
-            if getattr(self, k) != _DEFAULTS[k]:
+                  "resume_latency_ns", "record_hrtimers", "latency_model"):
+            if self._args[k] != _DEFAULTS[k]:
                 shown.append(f"{k}={getattr(self, k)!r}")
         if self.wake_latency.name != _DEFAULTS["wake_latency"]:
             shown.append(f"wake_latency={self.wake_latency.name!r}")

@@ -80,6 +80,11 @@ def _rate(name, r) -> float:
     return float(r)
 
 
+# Task parameters left out of a component's repr at these values (most tasks).
+_QUIET_DEFAULTS = dict(priority=0, nice=0, timer_slack_ns=50_000, range_ns=0, measure=None, pm_qos_ns=None)
+_SHOWN = object()
+
+
 @dataclass(frozen=True)
 class Component:
     kind: str
@@ -87,7 +92,7 @@ class Component:
     params: dict = field(hash=False, compare=True)
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items() if _QUIET_DEFAULTS.get(k, _SHOWN) != v)
         return f"{self.kind}({self.where!r}{', ' if args else ''}{args})"
 
 

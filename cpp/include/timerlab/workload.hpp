@@ -172,6 +172,19 @@ struct LoopSpec {
 //   tick_policy   from now on, the CPU's idle loop keeps the tick (flags=1),
 //                 stops it (2) or lets the governor decide (0): imposes the
 //                 trace's tick decisions, to study the rest in isolation
+//   hrtimer_arm   hrtimer `key` started from `cpu` (hrtimer_start_range_ns)
+//                 for [expires_jiffies, expires_jiffies + duration_ns] —
+//                 here ns of CLOCK_MONOTONIC, ABS — with the mode bits in
+//                 flags (PINNED/SOFT/HARD as HRTIMER_MODE_*; REL arms are
+//                 replayed as their absolute time) and callback `function`;
+//                 placed by the hrtimer model (get_nohz_timer_target, the
+//                 first-timer rule), or on its own base (place own_base: a
+//                 restart from its own callback). Its expiry is an interrupt;
+//                 a task asleep on it (busy_start kScriptWokenByHrtimer) wakes
+//                 When this instance wakes its CPU from idle, it arrives
+//                 late_ns late (>= 0: its traced handler's lateness; -1: the
+//                 platform's, wake_latency.hpp)
+//   hrtimer_cancel  hrtimer_cancel of hrtimer `key`
 //
 // Only busy_start, external_irq and idle_exit wake an idle CPU. Any other item
 // reaching a CPU the simulation has idle runs there without waking it: the
@@ -183,14 +196,16 @@ struct LoopSpec {
 // (the trace had it expire or deleted without a trace of it) deletes it first, so
 // that every arm enqueues, as in the trace. Timer `key` has TimerId `key`
 // (pointer key + 1 in the event log): script timers are allocated first.
-// busy_start flags: the task was woken by timer `key`'s expiry.
+// busy_start flags: the task was woken by timer `key`'s expiry, or by
+// hrtimer `key`'s (hrtimer_wakeup: a nanosleep, poll, ... timeout).
 inline constexpr std::uint32_t kScriptWokenByTimer = 1;
+inline constexpr std::uint32_t kScriptWokenByHrtimer = 2;
 // tick_delay flags: the lateness of a stopped tick's programmed wakeup.
 inline constexpr std::uint32_t kScriptStoppedTick = 1;
 
 enum class ScriptOp : std::uint8_t {
   arm = 0, cancel = 1, busy_start = 2, idle_start = 3, external_irq = 4, tick_policy = 5, tick_delay = 6,
-  jiffies_duty = 7, idle_exit = 8, wake_irq = 9
+  jiffies_duty = 7, idle_exit = 8, wake_irq = 9, hrtimer_arm = 10, hrtimer_cancel = 11
 };
 
 // Where a scripted arm goes (timerlab.replay.arms reads it off the trace).
@@ -208,18 +223,22 @@ struct ScriptItem {
   std::uint16_t function = 0;     // arm
   std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace; jiffies_duty: the new holder
   std::int64_t duration_ns = 0;   // external_irq, idle_exit, tick_delay; arm: its callback's
-  ArmPlace place = ArmPlace::policy;  // arm
+  ArmPlace place = ArmPlace::policy;  // arm, hrtimer_arm
+  std::int64_t late_ns = -1;          // hrtimer_arm: its traced lateness waking an idle CPU (-1: none)
 };
 
 struct ScriptSpec {
   std::vector<ScriptItem> items;      // sorted by t_ns; ties run in this order
   std::uint32_t nr_keys = 0;          // timer keys are 0 .. nr_keys-1
+  std::uint32_t nr_hrtimer_keys = 0;  // hrtimer keys are 0 .. nr_hrtimer_keys-1
   std::vector<std::uint8_t> initial_busy;  // per CPU: running a task at the start (empty: none)
   // Per CPU: the tick policy (as tick_policy) in force from the start, for
   // an idle period that began before the trace (empty: the governor's).
   std::vector<std::uint8_t> initial_tick;
 
-  bool empty() const { return items.empty() && nr_keys == 0 && initial_busy.empty() && initial_tick.empty(); }
+  bool empty() const {
+    return items.empty() && nr_keys == 0 && nr_hrtimer_keys == 0 && initial_busy.empty() && initial_tick.empty();
+  }
   // Throws std::invalid_argument naming the first bad item.
   void validate(unsigned nr_cpus, std::size_t nr_functions) const;
 };

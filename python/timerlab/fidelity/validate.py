@@ -115,6 +115,7 @@ def validate(trace, **overrides) -> FidelityReport:
         trace = read_ftrace(trace)
     require_events(trace, VALIDATE_EVENTS, "validate")
     overrides.setdefault("tick", "kept")
+    overrides.setdefault("hrtimer_wakeups", "trace")  # the kernel's own policy: the trace's timing of tasks
     cfg = to_config(trace, **{**overrides, "record_events": True})  # the comparisons read the event log
     script = script_of(cfg.workload)
     res = simulate(cfg)

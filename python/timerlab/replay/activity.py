@@ -11,44 +11,58 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column
-from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ, WOKEN_BY_TIMER
+from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
 from .clocks import tick_events
 
 
-def timer_wakeups(ev) -> dict:
-    """{line of a sched_switch: timer pointer} for every switch into a task
-    that a timer's callback woke (sched_wakeup between that timer's
-    timer_expire_entry and _exit, e.g. process_timeout waking a task asleep
-    in schedule_timeout): the task runs because the timer expired, so a
-    replay starts it when the simulation expires that timer. Not for a
-    deferrable timer: its expiry waits for whatever else wakes its CPU, which
-    the trace's own timing of the task stands for better."""
-    sel = ev[ev["event"].isin(("timer_start", "timer_expire_entry", "timer_expire_exit", "sched_wakeup",
-                               "sched_switch"))]
+def timer_wakeups(ev, hrtimers: bool = True) -> dict:
+    """{line of a sched_switch: ("timer" | "hrtimer", pointer)} for every
+    switch into a task that a timer's callback woke — a sched_wakeup between
+    that timer's timer_expire_entry and _exit (process_timeout waking a task
+    asleep in schedule_timeout), or right after an hrtimer_wakeup's
+    hrtimer_expire_entry on that CPU (a nanosleep or poll timeout; hrtimer
+    callbacks log no exit in these traces, and wake one task): the task runs
+    because the timer expired, so a replay starts it when the simulation
+    expires that timer. Not for a deferrable timer: its expiry waits for
+    whatever else wakes its CPU, which the trace's own timing of the task
+    stands for better. ``hrtimers=False``: wheel timers only."""
+    events = ("timer_start", "timer_expire_entry", "timer_expire_exit", "sched_wakeup", "sched_switch")
+    if hrtimers:
+        events += ("hrtimer_expire_entry", "hrtimer_start", "hrtimer_cancel")
+    sel = ev[ev["event"].isin(events)]
     event, cpu, line, timer = column(sel, "event"), column(sel, "cpu"), column(sel, "line"), column(sel, "timer")
     wakee, target, next_pid = column(sel, "wakee_pid"), column(sel, "target_cpu"), column(sel, "next_pid")
-    flags = column(sel, "flags", "")
+    flags, hrtimer, function = column(sel, "flags", ""), column(sel, "hrtimer"), column(sel, "function", "")
     deferrable = {}  # timer -> its last timer_start had D
-    in_callback, woken, out = {}, {}, {}  # CPU -> timer; (CPU, pid) -> timer
+    in_callback, woken, out = {}, {}, {}  # CPU -> (kind, pointer); (CPU, pid) -> (kind, pointer)
     for i, e in enumerate(event):
         c = cpu[i]
         if e == "timer_start":
             deferrable[timer[i]] = "D" in str(flags[i] or "").split("|")
         elif e == "timer_expire_entry":
             if not deferrable.get(timer[i], False):
-                in_callback[c] = timer[i]
+                in_callback[c] = ("timer", timer[i])
         elif e == "timer_expire_exit":
             in_callback.pop(c, None)
+        elif e == "hrtimer_expire_entry" and str(function[i]) == "hrtimer_wakeup":
+            in_callback[c] = ("hrtimer", hrtimer[i])
         elif e == "sched_wakeup":
             t = in_callback.get(c)
             if t is not None and target[i] is not None:
                 woken[(target[i], wakee[i])] = t
             else:
                 woken.pop((target[i], wakee[i]), None)
-        elif next_pid[i] is not None:
-            t = woken.pop((c, next_pid[i]), None)
-            if t is not None:
-                out[line[i]] = t
+            if t is not None and t[0] == "hrtimer":
+                in_callback.pop(c)
+        elif e == "sched_switch":
+            if next_pid[i] is not None:
+                t = woken.pop((c, next_pid[i]), None)
+                if t is not None:
+                    out[line[i]] = t
+        if e.startswith("hrtimer_") and e != "hrtimer_expire_entry" or (
+                e == "hrtimer_expire_entry" and str(function[i]) != "hrtimer_wakeup"):
+            if in_callback.get(c, ("",))[0] == "hrtimer":
+                in_callback.pop(c)  # the hrtimer_wakeup's callback is over
     return out
 
 
@@ -65,9 +79,9 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     simulated tick's own time), not at the switch some µs later, by which
     the simulation would have re-entered idle once more.
 
-    ``woken_by``: {line of a sched_switch: timer key} (timer_wakeups): a
+    ``woken_by``: {line of a sched_switch: (flags, key)} (timer_wakeups): a
     busy period that switch starts waits for that timer's expiry (the
-    busy_start's flags 1, key)."""
+    busy_start's flags: 1 a timer key, 2 an hrtimer key)."""
     woken_by = woken_by or {}
     rows, state, first, missing = [], {}, {}, set()
     event, cpu, ts, line = column(ev, "event"), column(ev, "cpu"), column(ev, "ts_ns"), column(ev, "line")
@@ -94,8 +108,8 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
             if prev_pid[i] == 0 and next_pid[i] != 0:
                 if state.get(c) != "busy":
                     t, ln = (wake.get(c) or (ts[i], line[i])) if c in idle_cpus else (ts[i], line[i])
-                    key = woken_by.get(line[i])
-                    rows.append((t, ln, c, OP_BUSY, 0 if key is None else key, 0, 0 if key is None else WOKEN_BY_TIMER, 0, c, 0))
+                    flag, key = woken_by.get(line[i], (0, 0))
+                    rows.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, 0))
                 state[c] = "busy"
                 wake.pop(c, None)
             elif next_pid[i] == 0 and prev_pid[i] != 0:
@@ -113,7 +127,7 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     return rows, initial, sorted(missing)
 
 
-def device_interrupts(ev, cpus_with_idle, initial_busy):
+def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()):
     """External interrupts and idle-loop exits: (t_ts, cpu, duration_ns,
     line, op) for idle periods ended by something the simulation does not
     model (see the module doc), the period in progress at the start
@@ -122,7 +136,10 @@ def device_interrupts(ev, cpus_with_idle, initial_busy):
     server timer (dl_task_timer) does: the hierarchy sees it active
     (timer_base_idle is_idle=0, tmigr_cpu_active) before it idles afresh —
     else OP_IRQ. An idle period the tick ended, then left the same way, is
-    an OP_EXIT at the tick."""
+    an OP_EXIT at the tick. ``hrtimer_expiries``: lines of the hrtimer
+    expiries the replay simulates (hrtimers.py), which end their idle periods
+    as the tick does (6.12's fair server, dl_task_timer, mostly leaves the
+    loop so: an OP_EXIT at its expiry)."""
     out = []
     sub = ev[ev["cpu"].isin(cpus_with_idle)]
     event = column(sub, "event")
@@ -147,7 +164,7 @@ def device_interrupts(ev, cpus_with_idle, initial_busy):
         if task_runs and kind in ("task", "tick"):
             return
         if kind == "tick" and (task_runs or not left):
-            return  # the tick: simulated
+            return  # the tick, or a replayed hrtimer: simulated
         # Left the loop for a task: the busy_start that follows does it.
         out.append((t0, c, max(0, t_end - t0), ln, OP_EXIT if left and not task_runs else OP_IRQ))
 
@@ -171,7 +188,8 @@ def device_interrupts(ev, cpus_with_idle, initial_busy):
         if phase.get(c) != "idle":
             continue
         phase[c] = "woken"
-        kind = ("tick" if e == "hrtimer_expire_entry" and str(function[i]) in TICK_FUNCTIONS
+        kind = ("tick" if e == "hrtimer_expire_entry" and (str(function[i]) in TICK_FUNCTIONS
+                                                            or line[i] in hrtimer_expiries)
                 else "task" if e == "sched_wakeup" else "irq")
         pending[c] = (kind, ts[i], line[i], False)
     for c in list(pending):
@@ -281,7 +299,7 @@ def hidden_tick_policies(ev, cpus):
     return out
 
 
-def clock_wake_ends(ev, cpus_with_idle) -> dict:
+def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
     """{line of a tick's hrtimer_expire_entry: timestamp its interrupt ended}
     for each clock interrupt (the tick, or a stopped tick's programmed
     wakeup) that ended an idle period and after which the CPU idled again
@@ -289,7 +307,9 @@ def clock_wake_ends(ev, cpus_with_idle) -> dict:
     stayed awake there. The interrupt, with the softirqs it raised (TIMER,
     RCU, SCHED: nohz idle balancing), ends where do_idle's loop takes over
     again, which cpu_idle's exit marks where it is logged after the handler
-    ran (default_idle_call); where it is logged first, the next idle entry."""
+    ran (default_idle_call); where it is logged first, the next idle entry.
+    ``hrtimer_expiries``: lines of replayed hrtimers' expiries, which count
+    as clock wakeups too."""
     out = {}
     sub = ev[ev["cpu"].isin(cpus_with_idle)]
     event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
@@ -309,7 +329,7 @@ def clock_wake_ends(ev, cpus_with_idle) -> dict:
                 cand[c][1] = ts[i]
             continue
         first = phase.pop(c, None) == "idle"
-        if first and e == "hrtimer_expire_entry" and str(function[i]) in TICK_FUNCTIONS:
+        if first and e == "hrtimer_expire_entry" and (str(function[i]) in TICK_FUNCTIONS or line[i] in hrtimer_expiries):
             cand[c] = [line[i], None]
         elif (e == "sched_switch" and prev_pid[i] == 0 and next_pid[i] != 0) or \
                 e == "tmigr_cpu_active" or (e == "timer_base_idle" and is_idle[i] == 0):

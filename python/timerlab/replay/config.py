@@ -25,12 +25,15 @@ def to_config(trace, **overrides) -> Config:
     wake latency (each CPU's traced stopped-tick lateness, for the wakeups
     the kernel did not have; the traced ones are imposed). Any
     option can be overridden;
-    ``tick=`` and ``jiffies=`` are those of :func:`to_workload`."""
+    ``tick=``, ``jiffies=``, ``hrtimers=`` and ``hrtimer_wakeups=`` are those of :func:`to_workload`."""
     hz = overrides.get("hz")
     tick = overrides.pop("tick", "simulated")
     jiffies = overrides.pop("jiffies", "auto")
+    hrtimers = overrides.pop("hrtimers", True)
+    hrtimer_wakeups = overrides.pop("hrtimer_wakeups", "trace")
     workload = overrides.pop("workload", None) or to_workload(
-        trace, hz=hz, tick=tick, jiffies=jiffies, rcu_needs_cpu=overrides.get("rcu_needs_cpu", True))
+        trace, hz=hz, tick=tick, jiffies=jiffies, rcu_needs_cpu=overrides.get("rcu_needs_cpu", True),
+        hrtimers=hrtimers, hrtimer_wakeups=hrtimer_wakeups)
     s = script_of(workload)
     nodes = node_of_cpu(trace.events, s.nr_cpus)
     # The trace's own idle only when the caller sets neither part of it.

@@ -1,0 +1,115 @@
+// Tests of replayed hrtimers (script items hrtimer_arm / hrtimer_cancel,
+// engine_replay.cpp): the simulation expires them, an idle CPU wakes as late
+// as traced, a task an hrtimer woke waits for the simulated expiry, a cancel
+// removes the timer, and bad items are named.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "script_helpers.hpp"
+#include "timerlab/engine.hpp"
+
+using namespace timerlab;
+using namespace timerlab::test;
+
+namespace {
+
+ScriptItem hr_arm(std::int64_t t, unsigned cpu, std::uint32_t key, std::int64_t expires_ns, std::int64_t late_ns = -1,
+                  std::uint32_t mode = 0) {
+  ScriptItem it = op(t, cpu, ScriptOp::hrtimer_arm, key);
+  it.expires_jiffies = static_cast<std::uint64_t>(expires_ns);
+  it.duration_ns = 0;  // no window
+  it.flags = mode;
+  it.function = 2;  // hrtimer_wakeup
+  it.target_cpu = cpu;
+  it.late_ns = late_ns;
+  return it;
+}
+
+SimConfig hr_config() {
+  SimConfig c = replay_config(2);
+  c.workload.function_names.push_back("hrtimer_wakeup");
+  c.workload.script.nr_hrtimer_keys = 2;
+  return c;
+}
+
+// When `cpu`'s idle periods end, from the event log (cpu_idle exits).
+std::vector<std::int64_t> idle_exits(const SimResult& r, unsigned cpu) {
+  std::vector<std::int64_t> out;
+  for (const EventRow& e : r.events) {
+    if (e.event == SimEvent::cpu_idle && e.cpu == static_cast<std::int32_t>(cpu) && e.v[0] == 4294967295ull) {
+      out.push_back(e.ts_ns);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(ReplayHrtimer, AnIdleCpuWakesForItAsLateAsTraced) {
+  // CPU 1 arms an hrtimer for 1100 ms and idles; it wakes 300 µs late, as traced.
+  SimConfig c = hr_config();
+  c.workload.script.items = {op(1000 * kMs, 1, ScriptOp::busy_start), hr_arm(1001 * kMs, 1, 0, 1100 * kMs, 300'000),
+                             op(1002 * kMs, 1, ScriptOp::idle_start)};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.hrtimers.size(), 1u);
+  const HrtimerRow& h = r.hrtimers[0];
+  EXPECT_EQ(h.hrtimer, 2u);  // key 0 comes right after the two ticks
+  EXPECT_EQ(h.outcome, TimerOutcome::expired);
+  EXPECT_EQ(h.cpu_expired, 1);
+  EXPECT_EQ(h.end_ns, 1100 * kMs + 300'000);
+  const auto exits = idle_exits(r, 1);
+  EXPECT_NE(std::find(exits.begin(), exits.end(), 1100 * kMs + 300'000), exits.end());
+}
+
+TEST(ReplayHrtimer, ATaskItWokeWaitsForTheSimulatedExpiry) {
+  // The trace ran CPU 0's task at 1100.3 ms, woken by hrtimer 0; the
+  // simulation's hrtimer fires at 1100 ms + its lateness 50 µs: the task runs then.
+  SimConfig c = hr_config();
+  ScriptItem woken = op(1100 * kMs + 300'000, 0, ScriptOp::busy_start, 0);
+  woken.flags = kScriptWokenByHrtimer;
+  c.workload.script.items = {op(1000 * kMs, 0, ScriptOp::busy_start), hr_arm(1001 * kMs, 0, 0, 1100 * kMs, 50'000),
+                             op(1002 * kMs, 0, ScriptOp::idle_start), woken,
+                             op(1101 * kMs, 0, ScriptOp::idle_start)};
+  const SimResult r = simulate(c);
+  const auto exits = idle_exits(r, 0);
+  ASSERT_FALSE(exits.empty());
+  EXPECT_NE(std::find(exits.begin(), exits.end(), 1100 * kMs + 50'000), exits.end());
+  EXPECT_EQ(std::find(exits.begin(), exits.end(), 1100 * kMs + 300'000), exits.end());
+}
+
+TEST(ReplayHrtimer, ACancelRemovesItAndAPinnedOneStaysPut) {
+  SimConfig c = hr_config();
+  c.workload.script.items = {op(1000 * kMs, 0, ScriptOp::busy_start), hr_arm(1001 * kMs, 1, 0, 1100 * kMs),
+                             hr_arm(1001 * kMs, 1, 1, 1150 * kMs, -1, HRTIMER_MODE_PINNED),
+                             op(1050 * kMs, 1, ScriptOp::hrtimer_cancel, 0)};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.hrtimers.size(), 2u);
+  EXPECT_EQ(r.hrtimers[0].outcome, TimerOutcome::cancelled);
+  // Armed from idle CPU 1 (an interrupt there): not pinned, it would go to
+  // busy CPU 0, but as CPU 0's first timer it stays; pinned, it stays anyway.
+  EXPECT_EQ(r.hrtimers[1].base_cpu, 1);
+  EXPECT_EQ(r.hrtimers[1].cpu_expired, 1);
+}
+
+TEST(ReplayHrtimer, BadItemsAreNamed) {
+  auto expect_bad = [](SimConfig c, const char* what) {
+    try {
+      simulate(c);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  SimConfig c = hr_config();
+  c.workload.script.items = {hr_arm(1001 * kMs, 0, 2, 1100 * kMs)};
+  expect_bad(c, "hrtimer key 2 >= nr_hrtimer_keys 2");
+  c.workload.script.items = {hr_arm(1001 * kMs, 0, 0, 1100 * kMs, -1, 0x1)};
+  expect_bad(c, "PINNED, SOFT and HARD mode bits only");
+  c.workload.script.items = {hr_arm(1001 * kMs, 0, 0, 1100 * kMs, -7)};
+  expect_bad(c, "late_ns");
+  ScriptItem w = op(1001 * kMs, 0, ScriptOp::busy_start, 5);
+  w.flags = kScriptWokenByHrtimer;
+  c.workload.script.items = {w};
+  expect_bad(c, "hrtimer key 5");
+}
