@@ -125,11 +125,16 @@ def test_the_release_is_read_off_the_features(tmp_path, text_61):
 def test_a_missing_event_is_named_with_how_to_record_it():
     tr = tl.read_ftrace(TRACE_61)
     ev = tr.events[tr.events["event"] != "tick_stop"].reset_index(drop=True)
-    with pytest.raises(ValueError) as e:
-        tl.validate(tl.Trace(tr.path, ev, tr.nr_cpus))
-    msg = str(e.value)
-    assert "lacks the event(s) ['tick_stop']" in msg
+    rep = tl.validate(tl.Trace(tr.path, ev, tr.nr_cpus))
+    msg = " ".join(rep.notes)
+    assert "the trace shows no tick_stop" in msg
     assert "/sys/kernel/tracing/events/timer/tick_stop/enable" in msg and "trace-cmd record -e timer:tick_stop" in msg
+    assert rep.tick_stops.agreement is None and "simulation stopped" in rep.tick_stops.note
+    ev = tr.events[tr.events["event"] != "sched_switch"].reset_index(drop=True)
+    with pytest.raises(ValueError) as e:  # what the replay itself needs is required
+        tl.validate(tl.Trace(tr.path, ev, tr.nr_cpus))
+    assert "lacks the event(s) ['sched_switch']" in str(e.value)
+    assert "trace-cmd record -e sched:sched_switch" in str(e.value)
 
 
 def test_features_of_every_recording():

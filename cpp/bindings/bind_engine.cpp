@@ -90,7 +90,7 @@ ScriptSpec script_of(const py::dict& d) {
   const auto lv = late.unchecked<1>();
   for (std::size_t i = 0; i < n; ++i) {
     const auto k = static_cast<py::ssize_t>(i);
-    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::hrtimer_cancel)) {
+    if (ov(k) > static_cast<std::uint8_t>(ScriptOp::wake_pending)) {
       throw std::invalid_argument("script item " + std::to_string(i) + ": unknown operation " + std::to_string(ov(k)));
     }
     if (pv(k) > static_cast<std::uint8_t>(ArmPlace::own_base)) {

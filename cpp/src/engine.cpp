@@ -55,6 +55,7 @@ Engine::Engine(const SimConfig& cfg)
       initial_jiffies_(cfg.initial_jiffies.value_or((jiffies_t{1} << 32) - jiffies_t{300} * cfg.hz)),
       queue_(topo_.nr_cpus()),
       busy_(topo_.nr_cpus()),
+      nonidle_(topo_.nr_cpus()),
       hr_(topo_.nr_cpus(), HrtimerPolicy{cfg.timer_migration, cfg.hrtimer_keep_local}, *this) {
   const unsigned n = topo_.nr_cpus();
   now_ = cfg_.start_ns;
@@ -254,8 +255,24 @@ void Engine::account(unsigned cpu) {
 void Engine::set_busy(unsigned cpu, bool busy) {
   if (busy) {
     busy_.set(cpu);
+    cpus_[cpu].wake_pending = false;  // the woken task runs
   } else {
     busy_.clear(cpu);
+  }
+  update_nonidle(cpu);
+}
+
+void Engine::set_wake_pending(unsigned cpu, bool pending) {
+  if (cpus_[cpu].wake_pending == pending) return;
+  cpus_[cpu].wake_pending = pending;
+  update_nonidle(cpu);
+}
+
+void Engine::update_nonidle(unsigned cpu) {
+  if (busy_.test(cpu) || cpus_[cpu].wake_pending) {
+    nonidle_.set(cpu);
+  } else {
+    nonidle_.clear(cpu);
   }
 }
 
@@ -279,15 +296,16 @@ void Engine::tick_program(unsigned cpu, std::int64_t expires) {
   }
 }
 
-HrtimerRestart Engine::tick_nohz_handler(unsigned cpu) {
+HrtimerRestart Engine::tick_nohz_handler(unsigned cpu, std::int64_t now) {
   // The tick's callback (tick_sched_timer before 6.10): the tick's work,
-  // then forward to the next grid point unless the tick is stopped (the
-  // idle loop programs a stopped tick's next wakeup).
+  // then forward past the interrupt's clock to the next grid point
+  // (hrtimer_forward) unless the tick is stopped (the idle loop programs a
+  // stopped tick's next wakeup).
   tick(cpu);
   CpuState& cs = cpus_[cpu];
   if (cs.tick_stopped) return HrtimerRestart::norestart;
   Hrtimer& h = hr_[cs.tick_timer];
-  h.expires = h.softexpires = next_tick_after(now_) + cs.tick_delay_ns;  // on the grid, even after an exit latency
+  h.expires = h.softexpires = next_tick_after(now) + cs.tick_delay_ns;  // on the grid, even after an exit latency
   return HrtimerRestart::restart;
 }
 
@@ -475,13 +493,14 @@ TimerBase& Engine::target_base(TimerId t, TimerBase& current) {
 unsigned Engine::get_nohz_timer_target(unsigned cpu) {
   // A busy CPU keeps its timers; an idle one (a timer armed from an
   // interrupt) hands them to the nearest busy CPU, smallest domain first,
-  // lowest CPU number within a domain.
+  // lowest CPU number within a domain. idle_cpu() is false for a CPU running
+  // a task, and for one a task was just woken onto (nr_running, ttwu_pending).
   double& overhead = res_.cpus[cpu].timer_overhead_ns;
   overhead += cfg_.overhead.push_target_ns;
-  if (busy_.test(cpu)) return cpu;
+  if (nonidle_.test(cpu)) return cpu;
   for (const CpuMask* span : topo_.domains_of(cpu)) {
     overhead += cfg_.overhead.push_domain_ns;
-    const int i = span->first_and_not(busy_, cpu);
+    const int i = span->first_and_not(nonidle_, cpu);
     if (i >= 0) return static_cast<unsigned>(i);
   }
   return cpu;

@@ -143,7 +143,7 @@ HrtimerRestart Engine::hrtimer_callback(HrtimerId t, std::int64_t now) {
   HrtimerRestart r = HrtimerRestart::norestart;
   switch (info.kind) {
     case HrtimerKind::tick:
-      r = tick_nohz_handler(cpu);
+      r = tick_nohz_handler(cpu, now);
       break;
     case HrtimerKind::sleeper: {
       // hrtimer_wakeup: the sleeping task is woken (a measured one keeps

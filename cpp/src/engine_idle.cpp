@@ -31,6 +31,7 @@ void Engine::idle_enter(unsigned cpu) {
 void Engine::idle_iteration(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
   resolve_cause(cpu);
+  set_wake_pending(cpu, false);  // a wakeup still pending would not let the CPU idle again
   cs.expires_computed = false;
   // cpuidle_idle_call: the governor picks a state and says whether the tick
   // may stop; a stopped tick is re-evaluated on every pass anyway.

@@ -60,6 +60,7 @@ struct CpuState {
   std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
   bool preempt_pending = false;  // a higher priority woken in this clock interrupt
+  bool wake_pending = false;  // a task was woken onto this idle CPU and has not run yet
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool remote_more = false;    // let go of the hierarchy mid-way (remote_yield): back at irq end
   std::int64_t softirq_end = 0;  // when its last timer softirq's callbacks are done
@@ -211,7 +212,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
     log_.set_context(now_, cpu);
   }
   void tick(unsigned cpu);
-  HrtimerRestart tick_nohz_handler(unsigned cpu);
+  HrtimerRestart tick_nohz_handler(unsigned cpu, std::int64_t now);
   void clock_interrupt(unsigned cpu);
   void tick_program(unsigned cpu, std::int64_t expires);  // the tick hrtimer (re)armed, or cancelled
   std::int64_t tick_expires(unsigned cpu) const;
@@ -229,6 +230,8 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   void wake_up_nohz_cpu(unsigned cpu);
   void send_ipi(unsigned to);
   void set_busy(unsigned cpu, bool busy);
+  void set_wake_pending(unsigned cpu, bool pending);
+  void update_nonidle(unsigned cpu);
   void touch(unsigned cpu) { queue_.update(cpu, next_time(cpu)); }
   // tick_do_update_jiffies64: catch jiffies up with the clock (jiffies_duty).
   void update_jiffies() { jiffies_now_ = std::max(jiffies_now_, jiffies_at(now_)); }
@@ -305,7 +308,8 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   std::unique_ptr<Tmigr> tmigr_;
   std::vector<CpuState> cpus_;
   CpuQueue queue_;
-  CpuMask busy_;  // CPUs running a task (not idle_cpu())
+  CpuMask busy_;     // CPUs running a task
+  CpuMask nonidle_;  // not idle_cpu(): running a task, or one was woken onto it
   std::vector<unsigned> node_idle_, node_size_;  // CPUs in an idle state, per node (package)
   std::vector<TaskState> tasks_;
   std::vector<Rng> stream_rng_, periodic_rng_, remote_rng_, wake_rng_;

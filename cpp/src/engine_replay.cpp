@@ -83,7 +83,7 @@ constexpr std::int64_t kScriptWakeWaitNs = 1'000'000'000;
 // kernel's tick decisions belong to idle entries that mostly follow its ticks.
 bool is_clock_item(ScriptOp op) {
   return op == ScriptOp::tick_delay || op == ScriptOp::jiffies_duty || op == ScriptOp::tick_policy ||
-         op == ScriptOp::wake_irq;
+         op == ScriptOp::wake_irq || op == ScriptOp::wake_pending;
 }
 
 bool woken_by_timer(const ScriptItem& it) {
@@ -370,6 +370,9 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
       // The traced stay awake counts from the interrupt's arrival: a CPU
       // woken from idle runs this item only after its exit latency.
       if (cs.act == Activity::irq) cs.irq_end = std::max(cs.irq_end, now_ - cs.wake_exit_latency + it.duration_ns);
+      break;
+    case ScriptOp::wake_pending:
+      if (cs.act != Activity::run) set_wake_pending(cpu, true);
       break;
     case ScriptOp::hrtimer_arm:
     case ScriptOp::hrtimer_cancel:

@@ -208,6 +208,7 @@ void Engine::wake_task(int task) {
   ++res_.cpus[cpu].tasks_woken;
   if (cfg_.record_events) log_.add(SimEvent::sched_wakeup, {static_cast<std::uint64_t>(task), cpu});
   cs.runq.push_back(task);
+  if (cs.act != Activity::run) set_wake_pending(cpu, true);
   if (cs.act == Activity::irq || cs.act == Activity::exiting) {
     cs.need_resched = true;
   } else if (cs.act == Activity::idle) {

@@ -280,11 +280,15 @@ std::int64_t Hrtimers::next_event_without(unsigned cpu, HrtimerId exclude) const
 
 void Hrtimers::run_queue(unsigned cpu, unsigned which, std::int64_t now) {
   HrtimerQueue& q = bases_[cpu].clock_base[which];
+  const std::uint64_t pass = seq_;
   while (!q.empty()) {
     const HrtimerId t = q.first();
     // In hard-expiry order, as long as the soft expiry has passed: a timer
     // whose window opened behind one whose window has not waits.
     if (now < pool_[t].softexpires) break;
+    // A callback that restarted its timer at or before `now` (the kernel's
+    // would loop here) waits for the next pass: the hang detection's case.
+    if (pool_[t].seq > pass) break;
     q.del(pool_, t);
     pool_[t].running = true;
     const HrtimerRestart r = host_.hrtimer_callback(t, now);
@@ -330,7 +334,9 @@ bool Hrtimers::hrtimer_interrupt(unsigned cpu) {
   // before the device fires again.
   ++b.nr_hangs;
   b.hang_detected = true;
-  const std::int64_t spent = now - entry;
+  // (At least a µs: a simulated pass whose callbacks take no time still
+  // moves the clock, as a real one does.)
+  const std::int64_t spent = std::max<std::int64_t>(now - entry, kHrtimerMinHangDelayNs);
   b.max_hang_time_ns = std::max(b.max_hang_time_ns, spent);
   program_device(cpu, add_safe(now, std::min(kHrtimerMaxHangDelayNs, spent)), true);
   return raised;

@@ -87,6 +87,7 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
         break;
 
       case ScriptOp::idle_start:
+      case ScriptOp::wake_pending:
         break;
       default:
         bad(i, "unknown operation " + std::to_string(static_cast<int>(it.op)));

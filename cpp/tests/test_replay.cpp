@@ -335,7 +335,7 @@ TEST(Replay, BadScriptsAreRejectedWithAMessage) {
   expect_bad(c, "timer key 7");
   c.workload.script.items = {arm(1010 * kMs, 0, 0, kJ0 + 300, 0x1)};
   expect_bad(c, "flags");
-  c.workload.script.items = {op(1010 * kMs, 0, static_cast<ScriptOp>(12))};
+  c.workload.script.items = {op(1010 * kMs, 0, static_cast<ScriptOp>(13))};
   expect_bad(c, "unknown operation");
   c.workload.script.items = {op(1010 * kMs, 0, ScriptOp::tick_policy)};
   c.workload.script.items[0].flags = 3;

@@ -1,7 +1,7 @@
 """timerlab: a simulator of the Linux kernel's timer subsystem.
 
 Public API (see DESIGN.md): ``Config``, ``simulate`` / ``Result``, ``sweep``,
-``workloads``, ``dist``, ``idle_states``, ``hierarchy``, ``Topology``,
+``workloads``, ``dist``, ``idle_states``, ``latency``, ``hierarchy``, ``Topology``,
 ``calc_wheel_index``, ``TimerWheel``, ``read_ftrace`` / ``Trace``, ``validate``,
 ``predict``.
 """
@@ -9,7 +9,7 @@ from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_consta
 from .trace import Trace, TraceFormatError, read_ftrace
 from .topology import Topology
 from .hierarchy import Hierarchy, hierarchy
-from . import callbacks, config_file, dist, idle_states, plot, workloads
+from . import callbacks, config_file, dist, idle_states, latency, plot, trace, workloads
 from .config import Config
 from .wake_latency import WakeLatency, wake_latency_of
 from .simulate import Result, simulate
@@ -39,6 +39,7 @@ __all__ = [
     "example_trace",
     "plot",
     "idle_states",
+    "latency",
     "simulate",
     "sweep",
     "workloads",

@@ -284,3 +284,71 @@ def timerlat_output(res, *, hist: bool = False, bucket_us: int = 1, entries: int
     hist_frame = table.iloc[:entries].copy()
     hist_frame.index = pd.Index(np.arange(entries) * bucket_us, name="latency_us")
     return TimerlatOutput("\n".join(lines) + "\n", cpus, hist_frame)
+
+
+def cyclictest_from_trace(trace, histogram_us: int | None = None) -> CyclictestOutput:
+    """cyclictest's output rebuilt from a trace recorded while it ran: each of
+    its measuring threads (task ``cyclictest`` arming hrtimer_wakeup sleeps;
+    the main thread, which sleeps far less often, left out; in pid order)
+    sleeps until ``next`` (its hrtimer's soft expiry) and is measured when it
+    is switched in (sched_switch) — what the trace can see of the clock read
+    cyclictest does next in user space, a few µs later (the return to user
+    space, its own clock_gettime). Where the switch-in is not traced (a CPU
+    whose switches away from the idle task are missing), when its hrtimer
+    woke it instead (``measured_at`` "wakeup"), which leaves out the switch as
+    well. In the shape of :func:`cyclictest_output`, to set beside
+    cyclictest's own :func:`read_cyclictest_hist`."""
+    from .replay.clocks import clock_offset
+    from .trace.events import column
+
+    ev = trace.events
+    offset = clock_offset(ev)
+    sel = ev[ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry", "sched_switch", "sched_wakeup"))]
+    event, pid, task, ts = column(sel, "event"), column(sel, "pid"), column(sel, "task", ""), column(sel, "ts_ns")
+    function, soft, next_pid = column(sel, "function", ""), column(sel, "softexpires_ns"), column(sel, "next_pid")
+    cpu, ptr, wakee = column(sel, "cpu"), column(sel, "hrtimer"), column(sel, "wakee_pid")
+    sleeping, woken, samples, where = {}, {}, {}, {}  # pid -> (next, hrtimer); pid -> (next, t); pid -> [...]
+    by_ptr = {}  # hrtimer -> sleeping pid
+    last_expired = {}  # CPU -> the sleeper whose hrtimer just expired there
+    for e, p, tk, t, fn, s_, np_, c, h, wk in zip(event, pid, task, ts, function, soft, next_pid, cpu, ptr, wakee):
+        if e == "hrtimer_start":
+            if str(tk) == "cyclictest" and str(fn) == "hrtimer_wakeup" and s_ is not None:
+                if p in woken:  # it ran without a traced switch-in: measured at its wakeup
+                    samples.setdefault(p, []).append(woken.pop(p) + (0,))
+                sleeping[p] = s_
+                by_ptr[h] = p
+                where[p] = c
+        elif e == "hrtimer_expire_entry":
+            last_expired[c] = by_ptr.pop(h, None)
+        elif e == "sched_wakeup":
+            if wk is not None and wk == last_expired.pop(c, None) and wk in sleeping:
+                woken[wk] = (sleeping.pop(wk), t - offset)
+        elif np_ in woken:
+            nxt, _ = woken.pop(np_)
+            samples.setdefault(np_, []).append((nxt, t - offset, 1))
+    for p, (nxt, t) in woken.items():
+        samples.setdefault(p, []).append((nxt, t, 0))
+    if not samples:
+        raise ValueError(f"cyclictest_from_trace: {getattr(trace, 'path', 'the trace')} shows no cyclictest thread "
+                         "(task 'cyclictest' sleeping on hrtimer_wakeup)")
+    most = max(len(v) for v in samples.values())
+    rows, per_thread = [], []
+    for p in sorted(q for q, v in samples.items() if len(v) >= most // 2):
+        nxt, run, switched = np.array(sorted(samples[p]), dtype=np.int64).T
+        us = cyclictest_us(run, nxt)
+        rows.append(dict(thread=len(rows), tid=int(p), cpu=int(where[p]), **_thread_stats(us),
+                         measured_at="switch" if switched.mean() > 0.5 else "wakeup"))
+        per_thread.append(us)
+    threads = pd.DataFrame(rows)
+    hist = None
+    if histogram_us:
+        counts = np.zeros((histogram_us, len(per_thread)), dtype=np.int64)
+        for j, us in enumerate(per_thread):
+            inside = (us >= 0) & (us < histogram_us)
+            np.add.at(counts[:, j], us[inside], 1)
+        threads["overflows"] = [int((us >= histogram_us).sum()) for us in per_thread]
+        hist = pd.DataFrame(counts, columns=[f"thread_{j}" for j in range(len(per_thread))])
+        hist.index.name = "latency_us"
+    text = "\n".join(f"T:{r['thread']:2d} ({r['tid']:5d}) C:{r['cycles']:7d} Min:{r['min_us']:7d} "
+                     f"Avg:{r['avg_us']:5d} Max:{r['max_us']:8d}" for r in rows) + "\n"
+    return CyclictestOutput(text, threads, hist)

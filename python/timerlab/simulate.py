@@ -73,14 +73,15 @@ class Result:
     hrtimers: pd.DataFrame = None
     latency: pd.DataFrame = None
 
-    def cyclictest(self, histogram_us: int | None = None, *, frame: bool = False):
+    def cyclictest(self, histogram_us: int | None = None, *, quiet: bool = False, frame: bool = False):
         """What cyclictest prints for this run's cyclictest threads: the
         ``T: …`` line per thread, and with ``histogram_us`` its ``-h``
         histogram (1 µs bins up to that bound, overflows counted) with the
-        ``# Min/Avg/Max Latencies`` and overflow lines; ``frame=True``: the
-        same as a DataFrame (one row per thread). See :mod:`timerlab.latency`."""
+        ``# Min/Avg/Max Latencies`` and overflow lines (``quiet``, as ``-q``:
+        the histogram only); ``frame=True``: the same as a DataFrame (one row
+        per thread). See :mod:`timerlab.latency`."""
         from .latency import cyclictest_output
-        return cyclictest_output(self, histogram_us, frame=frame)
+        return cyclictest_output(self, histogram_us, frame=frame, quiet=quiet)
 
     def timerlat(self, *, hist: bool = False, bucket_us: int = 1, entries: int = 256):
         """rtla timerlat's ``top`` table for this run's timerlat threads (per

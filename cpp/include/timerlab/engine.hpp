@@ -23,17 +23,30 @@
 //      +--(a task is runnable)---  irq (awake irq_ns, then back to the idle
 //                                       loop, or out of it to run a task)
 //
-// Every CPU has a handful of pending sources (its clock event — the periodic
-// tick or the stopped tick's programmed wakeup —, an IPI in flight, the end
-// of an interrupt, and its workload items); the engine keeps the earliest of
+// Every CPU has a handful of pending sources (its clock event device,
+// programmed for the first hard expiry of its hrtimers — the tick among them:
+// hrtimer.hpp —, an IPI in flight, the end of an interrupt, and its workload
+// items); the engine keeps the earliest of
 // each CPU in a tournament tree over CPUs (cpu_queue.hpp) and processes
 // sources in (time, CPU, source) order, so a run is deterministic. The kernel
 // code that runs at each step is the models': an idle entry runs
 // tick_nohz_next_event and tick_nohz_stop_tick (which deactivate the CPU in
-// the hierarchy and program its wakeup); a tick runs run_local_timers and,
-// if needed, the TIMER softirq (own bases, then tmigr_handle_remote); an exit
-// from idle restarts the tick (timer_clear_idle activates the CPU in the
-// hierarchy).
+// the hierarchy and re-arm the tick's hrtimer for the next timer event, or
+// cancel it); the clock event runs hrtimer_interrupt — every due hrtimer in
+// hard-expiry order, each callback taking its callback_ns: the tick's
+// (tick_nohz_handler: run_local_timers, jiffies), a sleeping task's
+// hrtimer_wakeup, the fair server's dl_task_timer, a replayed one — then, at
+// the interrupt's exit, the raised softirqs: TIMER (own bases, then
+// tmigr_handle_remote), then HRTIMER (soft hrtimers); an exit from idle
+// restarts the tick (timer_clear_idle activates the CPU in the hierarchy).
+//
+// Tasks are SCHED_OTHER or SCHED_FIFO (workload.hpp): a higher priority
+// woken by an interrupt takes the CPU when that interrupt returns, the
+// preempted task keeping the rest of its burst; a task's burst loses the time
+// clock interrupts take on its CPU. A measured wakeup (cyclictest, timerlat)
+// keeps the timeline of its interrupt — programmed, arrived, exit from idle,
+// entry, handler, task running, user space — as a res.latency row
+// (LatencyModel).
 //
 // Idle: each pass of the idle loop asks the CPU's governor (idle.hpp) for a
 // state and whether to stop the tick, as cpuidle_idle_call does; the clock
@@ -57,9 +70,10 @@
 // its interrupt, so that CPUs waking meanwhile share one jiffy's events.
 //
 // Simplifications vs. the kernel
-//   * The softirq's own work and the hierarchy walks take no simulated time,
-//     nor does a busy CPU's softirq delay its task; an interrupt from idle
-//     keeps the CPU awake irq_ns (after exit latency) — in a replay, an
+//   * The softirq's own work and the hierarchy walks take no simulated time
+//     (callbacks do; only clock interrupts take time from a running task);
+//     an interrupt from idle keeps the CPU awake at least irq_ns (after exit
+//     latency) — in a replay, an
 //     interrupt after which the trace's CPU idled again keeps it as long as
 //     traced (external_irq, wake_irq: engine_replay.cpp).
 //   * The jiffies-update duty is modelled only with jiffies_duty (replays

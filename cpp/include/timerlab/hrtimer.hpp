@@ -98,6 +98,7 @@ inline constexpr std::uint8_t HRTIMER_MODE_MASK = 0x0F;
 // hrtimer_interrupt: passes before it gives up, and the longest hang delay.
 inline constexpr unsigned kHrtimerMaxPasses = 3;
 inline constexpr std::int64_t kHrtimerMaxHangDelayNs = 100'000'000;
+inline constexpr std::int64_t kHrtimerMinHangDelayNs = 1'000;
 
 enum class HrtimerRestart : std::uint8_t { norestart = 0, restart = 1 };
 

@@ -19,10 +19,15 @@
 //        deactivates the CPU in the timer-migration hierarchy, which may
 //        hand back the system's first global event); if the base could not
 //        be marked idle -> keep the tick. Else stop it (trace tick_stop on
-//        the first stop) and program the wakeup for the earlier of the two
-//        answers, or none at all.
+//        the first stop) and re-arm the tick's hrtimer for the earlier of
+//        the two answers (cancel it for none): the clock event device fires
+//        for the first of it and every other hrtimer (hrtimer.hpp), so the
+//        CPU wakes for its first hrtimer too. The governor's sleep length is
+//        the earlier of that next event and the first hrtimer other than
+//        the tick (tick_nohz_get_sleep_length: hrtimer_next_event_without).
 //     3. sleep (trace cpu_idle state=1) until an interrupt: the programmed
-//        wakeup or a kept tick (cause: timer), an IPI (cause: ipi), a device
+//        wakeup or a kept tick (cause: timer), another hrtimer (cause:
+//        hrtimer, its function named), an IPI (cause: ipi), a device
 //        interrupt (cause: irq). The interrupt runs (tick work, softirq),
 //        then either a task is runnable -> leave the idle loop:
 //        tick_nohz_idle_exit restarts the tick on its grid and

@@ -185,6 +185,8 @@ struct LoopSpec {
 //                 late_ns late (>= 0: its traced handler's lateness; -1: the
 //                 platform's, wake_latency.hpp)
 //   hrtimer_cancel  hrtimer_cancel of hrtimer `key`
+//   wake_pending  a task was woken onto this CPU (sched_wakeup): until it
+//                 runs, the CPU is not idle_cpu() to get_nohz_timer_target
 //
 // Only busy_start, external_irq and idle_exit wake an idle CPU. Any other item
 // reaching a CPU the simulation has idle runs there without waking it: the
@@ -205,7 +207,7 @@ inline constexpr std::uint32_t kScriptStoppedTick = 1;
 
 enum class ScriptOp : std::uint8_t {
   arm = 0, cancel = 1, busy_start = 2, idle_start = 3, external_irq = 4, tick_policy = 5, tick_delay = 6,
-  jiffies_duty = 7, idle_exit = 8, wake_irq = 9, hrtimer_arm = 10, hrtimer_cancel = 11
+  jiffies_duty = 7, idle_exit = 8, wake_irq = 9, hrtimer_arm = 10, hrtimer_cancel = 11, wake_pending = 12
 };
 
 // Where a scripted arm goes (timerlab.replay.arms reads it off the trace).

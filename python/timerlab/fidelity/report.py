@@ -28,8 +28,8 @@ class FidelityReport:
     """What :func:`validate` found. ``items``: one :class:`FidelityItem` per
     comparison (also as attributes: ``wheel``, ``placement``,
     ``expiring_cpu``, ``expiring_cpu_single``, ``expiring_cpu_race``,
-    ``duty_overlap``, ``expiry_time``, ``deferrable_expiries``,
-    ``idle_entries``, ``tick_stops``, ``tmigr``); ``per_cpu``: idle entries and
+    ``duty_overlap``, ``expiry_time``, ``deferrable_expiries``, ``hrtimer``,
+    ``hrtimer_wakeups``, ``idle_entries``, ``tick_stops``, ``tmigr``); ``per_cpu``: idle entries and
     tick stops per CPU, trace vs simulation; ``result``: the simulation."""
 
     trace: str

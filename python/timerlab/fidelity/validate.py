@@ -9,11 +9,12 @@ import os
 import numpy as np
 import pandas as pd
 
-from ..replay import OP_ARM, VALIDATE_EVENTS, Script, require_events, script_of, to_config
+from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_events, script_of, to_config
 from ..replay.arms import PLACE_NAMES
 from ..replay.phantoms import PHANTOM_FUNCTION
 from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import record_hint
+from .hrtimers import hrtimer_item, wakeups_item
 from .races import race_columns
 from .report import FidelityItem, FidelityReport
 from .wheel import base_of_flags, wheel_replay
@@ -105,15 +106,21 @@ def validate(trace, **overrides) -> FidelityReport:
     ``per_cpu`` counts it. The run always keeps its event log.
 
     ``trace``: a :class:`~timerlab.Trace` or the path of a trace file.
+    * ``hrtimer`` — each replayed hrtimer's expiry (not the tick's) on the
+      kernel's CPU and within 250 µs of its handler; ``hrtimer_wakeups`` —
+      the idle periods hrtimers ended, per CPU and callback
+      (:mod:`timerlab.fidelity.hrtimers`).
+
     Raises ValueError listing the missing events if the trace lacks any of
-    REQUIRED_EVENTS + cpu_idle, tick_stop.
+    the replay's REQUIRED_EVENTS; cpu_idle and tick_stop, if the trace shows
+    none, are said in the notes and their items are not compared.
     """
     from ..simulate import simulate
     from ..trace import read_ftrace
 
     if isinstance(trace, (str, os.PathLike)):
         trace = read_ftrace(trace)
-    require_events(trace, VALIDATE_EVENTS, "validate")
+    require_events(trace, REQUIRED_EVENTS, "validate")
     overrides.setdefault("tick", "kept")
     overrides.setdefault("hrtimer_wakeups", "trace")  # the kernel's own policy: the trace's timing of tasks
     cfg = to_config(trace, **{**overrides, "record_events": True})  # the comparisons read the event log
@@ -166,6 +173,15 @@ def validate(trace, **overrides) -> FidelityReport:
         f"global timers: |simulated - traced expiry time| <= 250 µs; median error "
         f"{err.median() / 1e3:.0f} µs" if len(err) else "global timers: none expired in both"))
     items.append(_deferrable(trace, script, res))
+    items.append(hrtimer_item(trace, script, res))
+    items.append(wakeups_item(trace, res, idle_cpus))
+    # An event a trace shows no instance of is a fact to report: not recorded,
+    # or it never happened (cyclictest's PM QoS 0 keeps every tick running).
+    absent = [e for e in VALIDATE_EVENTS if e not in REQUIRED_EVENTS and not (ev["event"] == e).any()]
+    if absent:
+        notes.append(f"the trace shows no {' and no '.join(absent)}: not recorded ({record_hint(absent)}), or none "
+                     "happened (a CPU kept from deeper idle keeps its tick: cyclictest's PM QoS 0); what depends on "
+                     "them is not compared")
     entries, stops = _idle_counts(ev)
     # The simulation's idle period in progress at the start (its entry and
     # tick stop happened before the trace, which cannot show them) is not counted.
@@ -181,6 +197,11 @@ def validate(trace, **overrides) -> FidelityReport:
     })
     for what, note in (("idle_entries", "cpu_idle entries per CPU"), ("tick_stops", "tick_stop per CPU")):
         v = per_cpu[per_cpu["visible"]]
+        if what == "tick_stops" and "tick_stop" in absent:
+            items.append(FidelityItem(what, None, 0, 0, pd.DataFrame(),
+                                      f"not compared: the trace shows no tick_stop; the simulation stopped "
+                                      f"{int(per_cpu['tick_stops_sim'].sum())}"))
+            continue
         tr_, sim_ = v[f"{what}_trace"].to_numpy(), v[f"{what}_sim"].to_numpy()
         total = tr_.sum()
         agreement = 1 - np.abs(sim_ - tr_).sum() / total if total else None

@@ -15,9 +15,11 @@ simulation's own), so that a what-if can move, pin, slack or coalesce them
 * ``hrtimer_cancel`` items: cancels that remove a queued timer. Kernels
   before the 2026 trace change (pre-6.9-kernels.md §1.2) also log a cancel
   before each restart and each expiry: those are not replayed.
-* hrtimers expiring before their first start in the trace (armed before it)
-  are armed at the start, pinned to the CPU that ran them, for the time
-  their handler read (``now=``): the trace does not show their expiry.
+* an expiry with no start before it (armed before the trace, or re-armed
+  without a trace: a periodic timerfd's restart on read logs none on 6.18)
+  is armed at the start, or just after the timer's previous event, pinned
+  to the CPU that ran it, for the time its handler read (``now=``): the
+  trace does not show its expiry.
 * each arm's ``late_ns``: its expiry's traced lateness (its handler's time
   minus its hard expiry), imposed when that hrtimer wakes the simulated CPU
   from idle — wherever and whenever it expires there (a task's run moved by
@@ -33,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import TICK_FUNCTIONS, column
+from ..trace.hrtimers import hrtimer_detaches
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
 # The core's hrtimer_arm flags: HRTIMER_MODE_* bits.
@@ -55,20 +58,6 @@ def tick_pointers(ev) -> set:
     return set(sel["hrtimer"].to_numpy(dtype=np.uint64, na_value=0)[tick].tolist())
 
 
-def hrtimer_detaches(event, cpu, ptr) -> set:
-    """Positions of hrtimer_cancel lines that are no removal: before the 2026
-    change the kernel logged a cancel ahead of every restart and expiry — the
-    next hrtimer event on that CPU is then the same timer's start or expiry."""
-    out, last = set(), {}
-    for i, e in enumerate(event):
-        j = last.pop(cpu[i], None)
-        if j is not None and ptr[i] == ptr[j] and e in ("hrtimer_start", "hrtimer_expire_entry"):
-            out.add(j)
-        if e == "hrtimer_cancel":
-            last[cpu[i]] = i
-    return out
-
-
 def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
     """(rows, own_base, pointers, late, expiries): the arm and cancel items
     as script rows (ts, line, cpu, op, key, soft expiry, flags, function,
@@ -88,6 +77,7 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
     detaches = hrtimer_detaches(event, cpu, ptr)
     keys, pointers, rows, late, expiries, own = {}, [], [], {}, {}, set()
     armed = {}  # pointer -> (hard expiry, line) of its last start
+    seen = {}  # pointer -> timestamp of its last event
     last_entry = {}  # CPU -> pointer whose callback ran there last (a start right after it is its restart)
 
     def key(p):
@@ -103,6 +93,7 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
         p, c = ptr[i], cpu[i]
         if p in ticks:
             continue
+        since, seen[p] = seen.get(p), ts[i]
         if e == "hrtimer_start":
             if expires[i] is None:
                 continue
@@ -121,10 +112,11 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
             armed.pop(p, None)
         else:  # hrtimer_expire_entry
             handler = max(int(now[i]), ts[i] - offset) if now[i] is not None else ts[i] - offset
-            if p not in keys and now[i] is not None:
-                # Armed before the trace: at its start, pinned where it ran, for its handler's clock reading.
-                rows.append((start_ts, line[i], c, OP_HR_ARM, key(p), int(now[i]), _MODE_BITS["PINNED"],
-                             code(function[i]), c, 0))
+            if p not in armed and now[i] is not None:
+                # Armed without a trace: at the start or after its last event, pinned where it ran, for its
+                # handler's clock reading.
+                rows.append((start_ts if since is None else since + 1, line[i], c, OP_HR_ARM, key(p), int(now[i]),
+                             _MODE_BITS["PINNED"], code(function[i]), c, 0))
                 armed[p] = (int(now[i]), line[i])
             a = armed.pop(p, None)
             if a is not None:

@@ -24,7 +24,7 @@ from ..wake_latency import fit_tables
 from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeups
 from .phantoms import PHANTOM, PHANTOM_FUNCTION, phantom_timers
 from .hrtimers import hrtimer_rows
-from .ops import (OP_ARM, OP_CANCEL, OP_DELAY, OP_DUTY, OP_HR_ARM, OP_NAMES, OP_TICK, OP_WAKE_IRQ, WAKE_STOPPED,
+from .ops import (OP_ARM, OP_BUSY, OP_CANCEL, OP_WAKE_PENDING, OP_DELAY, OP_DUTY, OP_HR_ARM, OP_NAMES, OP_TICK, OP_WAKE_IRQ, WAKE_STOPPED,
                   WOKEN_BY_HRTIMER, WOKEN_BY_TIMER)
 
 JIFFIES_MODES = ("auto", "kernel", "grid")
@@ -267,6 +267,17 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         notes.append(f"CPU(s) {missing_switch} log no switch away from the idle task: a task's first event "
                      "there marks the end of the idle period")
 
+    # Tasks woken onto CPUs: until they run, those CPUs are not idle to the push heuristic
+    # (get_nohz_timer_target: nr_running, ttwu_pending) — where an idle CPU's hrtimer, say, goes.
+    # The enqueue (and what it arms: the fair server's timer) precedes the sched_wakeup line: the
+    # mark is set just after the waker's previous event, at most 50 µs before it.
+    prev_ts = run.groupby("cpu", observed=True)["ts_ns"].shift(1)
+    wk = run["event"] == "sched_wakeup"
+    for ts, prev, line, target in zip(run.loc[wk, "ts_ns"].tolist(), prev_ts[wk].tolist(), run.loc[wk, "line"].tolist(),
+                                      run.loc[wk, "target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
+        if 0 <= target < nr_cpus:
+            t = ts if pd.isna(prev) else max(int(prev) + 1, ts - 50_000)
+            rows.append((t, line, target, OP_WAKE_PENDING, 0, 0, 0, 0, target, 0))
     # Device interrupts (CPUs that log cpu_idle only).
     for ts, cpu, dur, line, op in device_interrupts(run, sorted(idle_cpus), initial_busy, set(hr_expiries)):
         rows.append((ts, line, cpu, op, 0, 0, 0, 0, cpu, dur))
@@ -346,7 +357,11 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
 
     items = pd.DataFrame(rows, columns=["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function",
                                         "target_cpu", "duration_ns"])
-    items = items.sort_values(["ts", "line"], kind="stable").reset_index(drop=True)
+    # A busy period a task's first event starts (a CPU that logs no switch away from the idle task)
+    # begins before that event's own item: the task armed it, not an interrupt of the idle CPU.
+    items["_busy_first"] = items["op"] != OP_BUSY
+    items = items.sort_values(["ts", "line", "_busy_first"], kind="stable").drop(columns="_busy_first")
+    items = items.reset_index(drop=True)
     items.insert(0, "t_ns", items.pop("ts") - offset)
     items["op"] = items["op"].astype(np.uint8)
     items["expires_jiffies"] = items["expires_jiffies"].astype(np.uint64)

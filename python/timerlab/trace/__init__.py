@@ -7,12 +7,15 @@
   log (constants, column helpers, the simulator's log as a trace-shaped frame);
 * ``features.py`` — what a trace shows of its machine and kernel (NUMA nodes,
   idle driver, release);
+* ``hrtimers.py`` — :func:`hrtimer_table`: a trace's hrtimers, one row per
+  instance with its expiry's latency (both trace forms);
 * ``export.py`` — a simulated run written as tracefs text
   (``Result.to_ftrace``).
 
 Not here: turning a trace into a simulation (:mod:`timerlab.replay`) or
 judging the simulator against one (:mod:`timerlab.fidelity`).
 """
+from .hrtimers import hrtimer_table
 from .read import Trace, TraceFormatError, read_ftrace
 
-__all__ = ["Trace", "TraceFormatError", "read_ftrace"]
+__all__ = ["Trace", "TraceFormatError", "read_ftrace", "hrtimer_table"]

@@ -1,0 +1,107 @@
+"""validate's hrtimer items: where and when the replayed hrtimers expired,
+and which idle periods they ended, simulation vs kernel.
+
+* ``hrtimer`` — each expiry of an hrtimer other than the tick (the replay's
+  own: replay/hrtimers.py) on the kernel's CPU and within 250 µs of the
+  kernel's handler. The n-th instance of a pointer in the trace is the n-th
+  arm of its key in the simulation (key k is HrtimerId nr_cpus + k).
+* ``hrtimer_wakeups`` — idle periods ended by an hrtimer other than the tick,
+  per CPU and callback, trace vs simulation: 1 - sum|sim - trace| / sum
+  trace (CPUs that log cpu_idle; the agreement of each CPU is in the table,
+  and the note names those below 95 %).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column
+from ..trace.hrtimers import hrtimer_table
+from .report import FidelityItem
+
+_WINDOW_NS = 250_000
+
+
+def hrtimer_item(trace, script, res) -> FidelityItem:
+    name = "hrtimer"
+    keys = {int(p): k for k, p in enumerate(script.hrtimer_pointers)}
+    if not keys:
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(),
+                            "not compared: no hrtimer other than the tick replayed (the trace has no hrtimer_start)")
+    t = hrtimer_table(trace)
+    t = t[t["hrtimer"].isin(keys)].copy()
+    # Instances in the order of their start (those armed before the trace first), as the script arms them.
+    t["_order"] = t["armed_ts_ns"].fillna(-1)
+    t = t.sort_values(["hrtimer", "_order", "line"], kind="stable")
+    t["key"] = t["hrtimer"].map(keys).astype(np.int64)
+    t["arm"] = t.groupby("key").cumcount()
+    t = t[t["outcome"] == "expired"]
+    n = res.config.topology.cpus
+    h = res.hrtimers
+    h = h[(h["hrtimer"] >= n) & (h["hrtimer"] < n + len(keys))].copy()
+    h["key"] = h["hrtimer"].astype(np.int64) - n
+    h["arm"] = h.groupby("key").cumcount()
+    m = t.merge(h[["key", "arm", "cpu_expired", "expired_ns"]].rename(
+        columns={"cpu_expired": "cpu_sim", "expired_ns": "expired_ns_sim"}), on=["key", "arm"], how="left")
+    off = script.clock_offset_ns
+    # The kernel's handler ran at its clock reading, or later (a vCPU descheduled in between).
+    handler = np.maximum(m["now_ns"].to_numpy(dtype=np.float64, na_value=np.nan),
+                         m["end_ts_ns"].to_numpy(dtype=np.float64, na_value=np.nan) - off)
+    m["expired_ns_trace"] = pd.array(np.where(np.isnan(handler), pd.NA, handler), dtype="Int64")
+    m["error_ns"] = (m["expired_ns_sim"] - m["expired_ns_trace"]).abs()
+    same_cpu = (m["cpu_sim"] == m["cpu_expired"]).fillna(False).astype(bool)
+    on_time = (m["error_ns"] <= _WINDOW_NS).fillna(False).astype(bool)
+    ok = same_cpu & on_time
+    cols = ["line", "function", "key", "arm", "cpu_expired", "cpu_sim", "expired_ns_trace", "expired_ns_sim",
+            "error_ns"]
+    note = (f"expiries of the replayed hrtimers (not the tick): on the kernel's CPU and within 250 µs of its "
+            f"handler; same CPU {100 * same_cpu.mean():.2f} %, median error "
+            f"{m['error_ns'].median() / 1e3:.0f} µs" if len(m) else "no replayed hrtimer expired in the trace")
+    return FidelityItem(name, float(ok.mean()) if len(m) else None, len(m), int(ok.sum()), m.loc[~ok, cols], note)
+
+
+def _ended_by_hrtimer(ev, cpus) -> pd.Series:
+    """(cpu, function) -> idle periods of a trace whose first event after the
+    entry was the expiry of an hrtimer other than the tick."""
+    sel = ev[ev["cpu"].isin(cpus)]
+    event, cpu, state, function = column(sel, "event"), column(sel, "cpu"), column(sel, "state"), \
+        column(sel, "function", "")
+    idle, out = set(), {}
+    for e, c, st, fn in zip(event, cpu, state, function):
+        if e == "cpu_idle":
+            if st != CPU_IDLE_EXIT:
+                idle.add(c)
+            continue  # the exit may be logged before the handler
+        if c in idle:
+            idle.discard(c)
+            if e == "hrtimer_expire_entry" and str(fn) not in TICK_FUNCTIONS:
+                out[(c, str(fn))] = out.get((c, str(fn)), 0) + 1
+    return pd.Series(out, dtype=np.int64)
+
+
+def wakeups_item(trace, res, visible) -> FidelityItem:
+    name = "hrtimer_wakeups"
+    if res.idle_periods is None or not visible:
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: no CPU logs cpu_idle")
+    tr = _ended_by_hrtimer(trace.events, visible)
+    p = res.idle_periods
+    # The idle period in progress at the start began before the trace, which cannot show its entry.
+    p = p[(p["cause"] == "hrtimer") & p["cpu"].isin(visible) & (p["start_ns"] > res.config.start_ns)]
+    sim = p.groupby(["cpu", p["function"].astype(str)]).size()
+    df = pd.concat([tr.rename("trace"), sim.rename("sim")], axis=1).fillna(0).astype(np.int64)
+    if not len(df) or not df["trace"].sum():
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(),
+                            f"not compared: no idle period ended by an hrtimer other than the tick in the trace "
+                            f"({int(df['sim'].sum()) if len(df) else 0} in the simulation)")
+    df.index = df.index.set_names(["cpu", "function"])
+    df = df.reset_index()
+    df["diff"] = (df["sim"] - df["trace"]).abs()
+    per_cpu = df.groupby("cpu")[["trace", "diff"]].sum()
+    per_cpu["agreement"] = 1 - per_cpu["diff"] / per_cpu["trace"].clip(lower=1)
+    low = per_cpu[per_cpu["agreement"] < 0.95]
+    agreement = max(0.0, float(1 - df["diff"].sum() / df["trace"].sum()))
+    note = (f"idle periods ended by an hrtimer other than the tick, per CPU and callback, 1 - sum|sim-trace|/sum "
+            f"trace; lowest CPU {100 * per_cpu['agreement'].min():.1f} %"
+            + (f"; below 95 %: CPU(s) {low.index.tolist()}" if len(low) else ""))
+    return FidelityItem(name, agreement, len(per_cpu), int((per_cpu["agreement"] >= 0.95).sum()),
+                        df[df["diff"] > 0], note)

@@ -1,0 +1,90 @@
+"""A trace's hrtimers as a table: one row per armed instance, from its
+hrtimer_start to its end, like a run's ``res.hrtimers`` — with the trace's
+own latency of each expiry (its handler's clock reading, hrtimer_expire_entry
+``now=``, minus its hard expiry).
+
+Both trace forms are read (pre-9-kernels.md §1.2): with ``was_armed=`` and no
+cancel on a restart (2026 kernels and backports), or a cancel logged before
+every restart and every expiry (older kernels), which is no end of its own.
+hrtimer events carry no CPU of their base: where a timer expired is the
+``[CPU]`` of its hrtimer_expire_entry. An expiry whose start precedes the
+trace is an instance armed before it (``armed_ts_ns`` missing).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .events import TICK_FUNCTIONS, column
+
+__all__ = ["hrtimer_table", "hrtimer_detaches"]
+
+_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
+
+
+def hrtimer_detaches(event, cpu, ptr) -> set:
+    """Positions of hrtimer_cancel lines that are no removal: before the 2026
+    change the kernel logged a cancel ahead of every restart and expiry — the
+    next hrtimer event on that CPU is then the same timer's start or expiry."""
+    out, last = set(), {}
+    for i, e in enumerate(event):
+        j = last.pop(cpu[i], None)
+        if j is not None and ptr[i] == ptr[j] and e in ("hrtimer_start", "hrtimer_expire_entry"):
+            out.add(j)
+        if e == "hrtimer_cancel":
+            last[cpu[i]] = i
+    return out
+
+
+def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
+    """One row per hrtimer instance of ``trace`` (a Trace or its events):
+    hrtimer (pointer), function, mode, cpu_armed, armed_ts_ns, softexpires_ns,
+    expires_ns (CLOCK_MONOTONIC), outcome ("expired", "cancelled", "rearmed",
+    "pending"), end_ts_ns, cpu_expired, now_ns (the handler's clock reading),
+    latency_ns (now - hard expiry), line (of its end, or its start).
+    ``tick=False`` leaves out the tick's own hrtimer."""
+    ev = trace.events if hasattr(trace, "events") else trace
+    sel = ev[ev["event"].isin(_EVENTS)]
+    event, cpu, ts, line = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns"), column(sel, "line")
+    ptr = [0 if p is None else int(p) for p in column(sel, "hrtimer")]
+    function, mode = column(sel, "function", None), column(sel, "mode")
+    expires, softexp, now = column(sel, "expires_ns"), column(sel, "softexpires_ns"), column(sel, "now_ns")
+    detaches = hrtimer_detaches(event, cpu, ptr)
+    ticks = {p for p, f in zip(ptr, function) if f is not None and str(f) in TICK_FUNCTIONS}
+    rows, open_ = [], {}
+
+    def close(p, outcome, i, c_exp=None, now_=None):
+        r = open_.pop(p, None)
+        if r is None:
+            return
+        r.update(outcome=outcome, end_ts_ns=ts[i], cpu_expired=c_exp, now_ns=now_, line=line[i])
+        rows.append(r)
+
+    for i, e in enumerate(event):
+        p = ptr[i]
+        if p in ticks and not tick:
+            continue
+        if e == "hrtimer_start":
+            close(p, "rearmed", i)
+            soft = softexp[i] if softexp[i] is not None else expires[i]
+            open_[p] = dict(hrtimer=p, function=function[i], mode=mode[i], cpu_armed=cpu[i], armed_ts_ns=ts[i],
+                            softexpires_ns=soft, expires_ns=expires[i], line=line[i])
+        elif e == "hrtimer_cancel":
+            if i not in detaches:
+                close(p, "cancelled", i)
+        else:
+            if p not in open_:  # armed before the trace
+                open_[p] = dict(hrtimer=p, function=function[i], mode=None, cpu_armed=None, armed_ts_ns=None,
+                                softexpires_ns=None, expires_ns=None, line=line[i])
+            close(p, "expired", i, cpu[i], now[i])
+    rows += [dict(r, outcome="pending", end_ts_ns=None, cpu_expired=None, now_ns=None) for r in open_.values()]
+    cols = ["hrtimer", "function", "mode", "cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "outcome",
+            "end_ts_ns", "cpu_expired", "now_ns", "line"]
+    df = pd.DataFrame(rows, columns=cols)
+    for c in ("cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "end_ts_ns", "cpu_expired", "now_ns"):
+        df[c] = pd.array(df[c], dtype="Int64")
+    df["hrtimer"] = df["hrtimer"].astype(np.uint64)
+    df["latency_ns"] = df["now_ns"] - df["expires_ns"]
+    for c in ("function", "mode", "outcome"):
+        df[c] = pd.Categorical(df[c].astype(object))
+    return df.sort_values("line", kind="stable").reset_index(drop=True)
