@@ -260,7 +260,7 @@ def test_truncated_last_line(tmp_path):
     path = tmp_path / "cut.txt"
     path.write_text(text[:cut])
     n = text[:cut].count("\n") + 1
-    with pytest.raises(tl.TraceFormatError, match=rf"cut.txt:{n}: timer_start: no function= .*truncated"):
+    with pytest.raises(tl.TraceFormatError, match=rf"cut.txt:{n}: partial last line: no newline .*cut short"):
         tl.read_ftrace(path)
 
 
@@ -274,7 +274,7 @@ def test_corrupt_xz(tmp_path, damage):
         data = data[: len(data) // 2]
     path = tmp_path / "bad.txt.xz"
     path.write_bytes(bytes(data))
-    with pytest.raises(tl.TraceFormatError, match=r"bad\.txt\.xz: corrupt or truncated xz"):
+    with pytest.raises(tl.TraceFormatError, match=r"bad\.txt\.xz:?\d*: (corrupt|truncated) xz data"):
         tl.read_ftrace(path)
 
 
@@ -282,7 +282,7 @@ def test_corrupt_gzip(tmp_path):
     data = gzip.compress(text_of(QEMU16_BOOT).encode())
     path = tmp_path / "bad.gz"
     path.write_bytes(data[: len(data) - 100])
-    with pytest.raises(tl.TraceFormatError, match="bad.gz: corrupt or truncated gzip"):
+    with pytest.raises(tl.TraceFormatError, match=r"bad.gz:\d+: truncated gzip data"):
         tl.read_ftrace(path)
 
 
@@ -333,14 +333,11 @@ def test_strict_must_be_a_bool():
 
 
 def test_reader_thread_errors_reach_the_caller(tmp_path, monkeypatch):
-    class Failing:
-        def read(self, n):
-            raise RuntimeError("disk on fire")
+    def failing():
+        yield b"  x-1 [000] d..2. 1.000000: timer_init: timer=1\n"
+        raise RuntimeError("disk on fire")
 
-        def close(self):
-            pass
-
-    monkeypatch.setattr("timerlab.trace.read._open", lambda name: (Failing(), "plain"))
+    monkeypatch.setattr("timerlab.trace.read._open", lambda name: (failing(), "plain"))
     with pytest.raises(RuntimeError, match="disk on fire"):
         tl.read_ftrace(tmp_path / "whatever.txt")
 

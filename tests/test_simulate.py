@@ -15,47 +15,11 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
 
 import timerlab as tl
 from timerlab.simulate import LATENCY_PARTS, initial_jiffies, tick_nsec
-
-
-@st.composite
-def configs(draw):
-    cpus = draw(st.sampled_from([1, 2, 3, 5, 8, 9, 12, 16, 24]))
-    nodes = draw(st.integers(1, min(cpus, 3)))
-    placement = draw(st.sampled_from(["push", "pull"]))
-    kernel = draw(st.sampled_from(["6.12", "latest"])) if placement == "pull" else draw(st.sampled_from(["6.6", "latest"]))
-    w = tl.workloads.tasks(run_ns=tl.dist.exponential(draw(st.sampled_from([50e3, 300e3, 3e6]))),
-                           sleep_ns=tl.dist.exponential(draw(st.sampled_from([1e6, 8e6, 60e6]))),
-                           sleep=draw(st.sampled_from(["timer", "external", "nanosleep", "clock_nanosleep", "poll",
-                                                       "usleep_range"])),
-                           priority=draw(st.sampled_from([0, 0, 50])), range_ns=draw(st.sampled_from([0, 200_000])),
-                           timeouts=draw(st.integers(0, 2)), cancel_p=draw(st.floats(0, 1)),
-                           timeout_ns=tl.dist.uniform(1e6, 80e6))
-    if draw(st.booleans()):
-        w = w + tl.workloads.busy(fraction=draw(st.sampled_from([0.0, 0.25, 0.5])))
-    if draw(st.booleans()):
-        w = w + tl.workloads.periodic(period_ns=draw(st.sampled_from([3e6, 20e6])),
-                                      flags=draw(st.sampled_from(["", "D", "P"])))
-    if draw(st.booleans()):
-        w = w + tl.workloads.timeouts(rate_hz=draw(st.sampled_from([20, 400])), flags=draw(st.sampled_from(["", "P"])),
-                                      timeout_ns=tl.dist.uniform(1e6, 40e6))
-    if cpus > 1 and draw(st.booleans()):
-        w = w + tl.workloads.remote_enqueuer(from_cpu=0, to_cpus=list(range(1, cpus)), rate_hz=200)
-    if draw(st.booleans()):  # a latency tool: cyclictest (PM QoS 0 or --laptop) or timerlat
-        w = w + draw(st.sampled_from([tl.workloads.cyclictest(interval_us=700, priority=99),
-                                      tl.workloads.cyclictest(interval_us=1500, latency_us=None),
-                                      tl.workloads.timerlat(period_us=900)]))
-    return tl.Config(cpus=cpus, nodes=nodes, layout=draw(st.sampled_from(["contiguous", "interleaved"])),
-                     idle_states=draw(st.sampled_from(["skx", "skl", "vm"])),
-                     governor=draw(st.sampled_from(["menu", "teo", "oracle", "shallowest", "deepest"])),
-                     hz=draw(st.sampled_from([100, 250, 1000])), placement=placement, kernel=kernel,
-                     remote_wakeup=draw(st.sampled_from(["lazy", "always"])), workload=w,
-                     deferrable=draw(st.sampled_from(["legacy", "global", "global_nowake"])) if placement == "pull"
-                     else "legacy",
-                     duration_ns=200_000_000, seed=draw(st.integers(0, 2**32)), record_events=True)
+from strategies import configs  # the project's generator of configs (shared with the fuzz tests)
 
 
 def missed_timers(result: tl.Result) -> list:

@@ -2,6 +2,9 @@
 // timerlab/config.py) in, result columns out. The run releases the GIL.
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <optional>
+
 #include "bindings.hpp"
 #include "timerlab/engine.hpp"
 
@@ -253,24 +256,60 @@ SimConfig config_of(const py::dict& d) {
     c.initial_jiffies = wd["initial_jiffies"].cast<jiffies_t>();
   }
   if (wd.contains("jiffies_duty")) c.jiffies_duty = wd["jiffies_duty"].cast<bool>();
+  if (d.contains("max_memory_bytes")) c.guard.max_memory_bytes = get<std::uint64_t>(d, "max_memory_bytes");
   return c;
+}
+
+// Ctrl-C during a run: the loop runs without the GIL, so Python's handler
+// only sets a flag; the engine polls here (guard.hpp), which runs the
+// handler and leaves its KeyboardInterrupt set for simulate to raise. Only
+// the main thread receives signals. A time limit (sweeps) is polled here too.
+void poll_from_engine(SimConfig& cfg, std::optional<double> time_limit_s, bool& timed_out) {
+  const auto threading = py::module_::import("threading");
+  const bool main = threading.attr("current_thread")().is(threading.attr("main_thread")());
+  if (!main && !time_limit_s) return;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (time_limit_s) {
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*time_limit_s));
+  }
+  cfg.guard.interrupted = [main, deadline, &timed_out] {
+    if (deadline && std::chrono::steady_clock::now() > *deadline) return timed_out = true;
+    if (!main) return false;
+    py::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0;
+  };
 }
 
 }  // namespace
 
 void register_engine(py::module_& m) {
+  py::register_exception<RunawayError>(m, "RunawayError", PyExc_RuntimeError);
+  py::register_exception<Interrupted>(m, "Interrupted", PyExc_RuntimeError);
   m.def(
       "simulate",
-      [](const py::dict& config) {
+      [](const py::dict& config, std::optional<double> time_limit_s) {
         SimConfig cfg = config_of(config);
+        bool timed_out = false;
+        poll_from_engine(cfg, time_limit_s, timed_out);
         SimResult r;
-        {
+        try {
           py::gil_scoped_release nogil;
           r = simulate(cfg);
+        } catch (const Interrupted& e) {
+          if (PyErr_Occurred()) throw py::error_already_set();  // the signal handler's exception
+          if (timed_out) {
+            PyErr_Format(PyExc_TimeoutError, "over the time limit of %S s: %s",
+                         py::float_(*time_limit_s).ptr(), e.what());
+            throw py::error_already_set();
+          }
+          throw;
         }
         return result_dict(std::move(r));
       },
-      py::arg("config"), "Run one simulation of a config dict (see timerlab.config); returns result columns");
+      py::arg("config"), py::arg("time_limit_s") = py::none(),
+      "Run one simulation of a config dict (see timerlab.config); returns result columns. time_limit_s: wall "
+      "time after which the run stops with TimeoutError");
 }
 
 }  // namespace timerlab::bindings

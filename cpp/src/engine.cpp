@@ -150,22 +150,15 @@ SimResult Engine::run() {
   }
   for (unsigned c = 0; c < n; ++c) touch(c);
 
-  std::int64_t last_t = now_;
-  std::uint64_t same_t = 0;
+  guard_steps_limit_ = cfg_.guard.steps_per_instant(n);
   while (queue_.top_time() <= end_ns_) {
     const unsigned c = queue_.top();
     now_ = queue_.top_time();
-    // A model must make progress: many steps at one instant mean a loop.
-    same_t = now_ == last_t ? same_t + 1 : 0;
-    last_t = now_;
-    if (same_t > 10'000'000) {
-      throw std::runtime_error("simulation stopped making progress at t=" + std::to_string(now_) + " ns on CPU " +
-                               std::to_string(c));
-    }
     // Everything this CPU has due now, before the queue is re-keyed.
     std::int64_t next;
     const std::uint64_t walks = tmigr_->walk_steps();
     do {
+      guard_step(c);  // a model must make progress (guard.hpp)
       step(c);
       ++res_.steps;
       if (cfg_.check_invariants) check_invariants();
@@ -231,12 +224,16 @@ void Engine::step(unsigned cpu) {
     if (cs.act == Activity::irq) cs.need_resched = true;
   } else if (src == WakeSource::clock) {
     clock_interrupt(cpu);
-  } else if (cs.irq_end <= now_) {
+  } else if (cs.irq_end <= now_ && !(cs.irq_for_work && !cs.work.empty() && cs.work.top().t <= now_)) {
+    // (An interrupt from idle ends only after the work item that woke the
+    // CPU: finish_exit.)
     cs.irq_end = INT64_MAX;
+    cs.irq_for_work = false;
     irq_done(cpu);
   } else {
     const WorkItem item = cs.work.top();
     cs.work.pop();
+    cs.irq_for_work = false;
     work(cpu, item);
   }
 }

@@ -230,6 +230,11 @@ void Engine::finish_exit(unsigned cpu) {
   cs.act = Activity::irq;
   cs.exit_done = INT64_MAX;
   cs.irq_end = now_ + cfg_.workload.irq_ns;
+  // The interrupt serves the device (a work item) that woke the CPU before
+  // it ends (irq_exit follows the handler), even with irq_ns = 0, when both
+  // are due at once: otherwise the CPU went back to idle with the item
+  // still due, was woken by it at the same instant, and so on forever.
+  cs.irq_for_work = cs.wake_src == WakeSource::device;
   cs.wake_exit_latency = st.exit_latency_ns;
   cs.cause_pending = true;
   cs.local_before = cc.timers_expired_local;

@@ -61,6 +61,7 @@ struct CpuState {
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
   bool preempt_pending = false;  // a higher priority woken in this clock interrupt
   bool wake_pending = false;  // a task was woken onto this idle CPU and has not run yet
+  bool irq_for_work = false;   // in an interrupt from idle whose work item is not yet served
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool remote_more = false;    // let go of the hierarchy mid-way (remote_yield): back at irq end
   std::int64_t softirq_end = 0;  // when its last timer softirq's callbacks are done
@@ -238,6 +239,23 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   void account(unsigned cpu);
   void check_invariants();
 
+  // engine_guard.cpp (guard.hpp): before every step.
+  void guard_step(unsigned cpu) {
+    if (now_ != guard_t_) {
+      guard_t_ = now_;
+      guard_steps_ = 0;
+    } else if (++guard_steps_ > guard_steps_limit_) {
+      runaway_no_progress(cpu);
+    }
+    if ((res_.steps & (kGuardCheckSteps - 1)) == 0) guard_check(cpu);
+    if ((res_.steps & (InterruptPoll::kPollSteps - 1)) == 0) poll_.poll(now_);
+  }
+  static constexpr std::uint64_t kGuardCheckSteps = 1u << 16;
+  [[noreturn]] void runaway_no_progress(unsigned cpu);
+  void guard_check(unsigned cpu);
+  std::string due_source(unsigned cpu) const;
+  std::uint64_t memory_bytes() const;
+
   // engine_idle.cpp (kernel/time/tick-sched.c, kernel/sched/idle.c,
   // drivers/cpuidle/cpuidle.c)
   class SleepLength;
@@ -338,6 +356,10 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   // timer on its base, as it does while the callback runs there.
   bool keep_base_ = false;
   std::size_t pending_ = 0;
+  // The runaway guard (engine_guard.cpp).
+  std::int64_t guard_t_ = INT64_MIN;
+  std::uint64_t guard_steps_ = 0, guard_steps_limit_ = 0;
+  InterruptPoll poll_{cfg_.guard.interrupted};
 };
 
 // Treats idle and exiting alike: a CPU paying its exit latency is still in

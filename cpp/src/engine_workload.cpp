@@ -1,6 +1,7 @@
 // engine_workload.cpp — the workload's runtime: tasks, timeouts, periodic
 // timers, remote enqueues, and the scheduling of tasks on their CPU (see
 // workload.hpp for the model).
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +33,7 @@ void WorkloadSpec::validate(unsigned nr_cpus) const {
     if (f >= function_names.size()) bad(what + ": unknown function code " + std::to_string(f));
   };
   auto check_timeouts = [&](const TimeoutSpec& t, const std::string& what) {
+    if (t.count > kMaxPerOccasion) bad(what + ".count must be <= " + std::to_string(kMaxPerOccasion));
     t.timeout_ns.validate(what + ".timeout_ns");
     t.cancel_after_ns.validate(what + ".cancel_after_ns");
     if (!(t.cancel_p >= 0 && t.cancel_p <= 1)) bad(what + ".cancel_p must be in [0, 1]");
@@ -41,9 +43,14 @@ void WorkloadSpec::validate(unsigned nr_cpus) const {
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const std::string w = "tasks[" + std::to_string(i) + "]";
     check_cpus(tasks[i].cpus, w);
+    if (tasks[i].per_cpu < 1 || tasks[i].per_cpu > kMaxPerOccasion) {
+      bad(w + ".per_cpu must be in [1, " + std::to_string(kMaxPerOccasion) + "]");
+    }
     tasks[i].run_ns.validate(w + ".run_ns");
     tasks[i].sleep_ns.validate(w + ".sleep_ns");
-    if (tasks[i].run_ns.mean() + tasks[i].sleep_ns.mean() <= 0) bad(w + ": run_ns + sleep_ns must be positive");
+    if (!(tasks[i].run_ns.mean() + tasks[i].sleep_ns.mean() >= kMinTaskCycleNs)) {
+      bad(w + ": run_ns + sleep_ns must average at least " + std::to_string(kMinTaskCycleNs) + " ns");
+    }
     check_fn(tasks[i].sleep_function, w);
     check_timeouts(tasks[i].timeouts, w + ".timeouts");
     if (tasks[i].sleep > SleepKind::timerlat) bad(w + ": unknown sleep kind");
@@ -113,7 +120,8 @@ void Engine::start_workload() {
           ts.sleeper = new_hrtimer(HrtimerKind::sleeper, spec.sleep_function, id, false);
         }
         // Start at a random phase of the task's cycle, woken from outside.
-        const double cycle = spec.run_ns.mean() + spec.sleep_ns.mean();
+        // (Capped: a lognormal's mean may exceed any time; the cast must not overflow.)
+        const double cycle = std::min(spec.run_ns.mean() + spec.sleep_ns.mean(), 0x1p62);
         push_work(c, {now_ + static_cast<std::int64_t>(cycle * ts.rng.uniform()), work_task_wake, id});
       }
     }

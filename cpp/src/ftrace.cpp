@@ -185,8 +185,15 @@ void FtraceParser::feed(std::string_view chunk) {
     if (carry_overlong_) return;
     if (carry_.size() + part.size() > kMaxLineBytes) {
       carry_overlong_ = true;
+      carry_cr_ = carry_.find('\r') != npos || part.find('\r') != npos;
       carry_.clear();
       carry_.shrink_to_fit();
+      // Strict: say so now rather than at a newline that may never come
+      // (an endless line, e.g. a device read as a file).
+      if (strict_) {
+        ++line_no_;
+        malformed(overlong_reason(carry_cr_));
+      }
       return;
     }
     carry_.append(part);
@@ -194,19 +201,19 @@ void FtraceParser::feed(std::string_view chunk) {
   auto finish_carried_line = [&] {
     if (carry_overlong_) {
       ++line_no_;
-      malformed("line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+      malformed(overlong_reason(carry_cr_));
     } else {
       process_line(carry_);
     }
     carry_.clear();
-    carry_overlong_ = false;
+    carry_overlong_ = carry_cr_ = false;
   };
 
   if (!carry_.empty() || carry_overlong_) {
     const void* nl = n ? std::memchr(chunk.data(), '\n', n) : nullptr;
     const std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - chunk.data()) : n;
     carry(chunk.substr(0, end));
-    if (!nl) return;
+    if (!nl || failed_) return;
     finish_carried_line();
     pos = end + 1;
   }
@@ -216,7 +223,7 @@ void FtraceParser::feed(std::string_view chunk) {
     const auto end = static_cast<std::size_t>(static_cast<const char*>(nl) - chunk.data());
     if (end - pos > kMaxLineBytes) {
       ++line_no_;
-      malformed("line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+      malformed(overlong_reason(chunk.substr(pos, end - pos).find('\r') != npos));
     } else {
       process_line(chunk.substr(pos, end - pos));
     }
@@ -227,7 +234,23 @@ void FtraceParser::feed(std::string_view chunk) {
 
 void FtraceParser::finish() {
   if (failed_ || (carry_.empty() && !carry_overlong_)) return;
+  // Every line the kernel and trace-cmd print ends with a newline: a last
+  // event line without one was cut short, and a cut may fall anywhere, even
+  // where what is left still parses (expires=42949 of expires=4294937296).
+  const std::string_view rest = ltrim(carry_);
+  if (!carry_overlong_ && !rest.empty() && rest.front() != '#') {
+    ++line_no_;
+    malformed("partial last line: no newline at the end of the text (was the file cut short?)");
+    carry_.clear();
+    return;
+  }
   feed("\n");
+}
+
+std::string FtraceParser::overlong_reason(bool has_cr) {
+  std::string r = "line longer than " + std::to_string(kMaxLineBytes) + " bytes";
+  if (has_cr) r += " with carriage returns in it: CR-only line endings? (convert them: tr '\\r' '\\n')";
+  return r;
 }
 
 // Lines that are not events but are expected in the text. Only consulted
@@ -617,6 +640,12 @@ bool FtraceParser::parse_payload(const EventSpec& spec, std::string_view payload
 void FtraceParser::process_line(std::string_view line) {
   ++line_no_;
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // A carriage return inside a line: lines ending in CR alone (old Mac
+  // text), which would otherwise read as one line, a comment or a payload.
+  if (std::memchr(line.data(), '\r', line.size())) {
+    malformed("a carriage return inside the line: CR-only line endings? (convert them: tr '\\r' '\\n')");
+    return;
+  }
   const std::string_view s = ltrim(line);
   if (s.empty()) return;
   if (s.front() == '#') {
@@ -634,6 +663,11 @@ void FtraceParser::process_line(std::string_view line) {
   std::string why;
   if (!frame(line, f, why)) {
     if (!header_line(line)) malformed(std::move(why));
+    return;
+  }
+  if (header_nr_cpus_ >= 0 && f.cpu >= header_nr_cpus_) {
+    malformed("CPU " + std::to_string(f.cpu) + " is beyond the header's CPU count (" +
+              (trace_cmd_header_ ? "cpus=" : "#P:") + std::to_string(header_nr_cpus_) + ")");
     return;
   }
   const auto code = static_cast<std::size_t>(event_names_.intern(f.event));

@@ -90,8 +90,11 @@ Topology::Topology(const TopologySpec& spec) : nr_cpus_(spec.nr_cpus), nr_nodes_
   if (spec.smt < 1) bad("smt must be at least 1, got " + std::to_string(spec.smt));
   const unsigned llc = spec.llc_size ? spec.llc_size : nr_cpus_;
   if (llc % spec.smt) {
-    bad("llc_size=" + std::to_string(llc) + " is not a multiple of smt=" + std::to_string(spec.smt) +
-        ": a core would span two LLCs");
+    // Named by what the user set: with llc_size=0 the LLC is cut from all CPUs.
+    bad(spec.llc_size ? "llc_size=" + std::to_string(llc) + " is not a multiple of smt=" + std::to_string(spec.smt) +
+                            ": a core would span two LLCs"
+                      : "smt=" + std::to_string(spec.smt) + " does not divide cpus=" + std::to_string(nr_cpus_) +
+                            ": the CPUs form whole cores of smt threads");
   }
   core_of_cpu_ = chunk_ids(node_of_cpu_, nr_nodes_, spec.smt);
   llc_of_cpu_ = chunk_ids(node_of_cpu_, nr_nodes_, llc);

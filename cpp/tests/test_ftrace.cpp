@@ -5,6 +5,7 @@
 // and rewritten the way trace-cmd report prints them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -430,11 +431,11 @@ TEST(FtraceErrors, HostileLineStaysLinear) {
 // Chunks.
 
 std::string sample_text() {
-  return lines({"# tracer: nop", "# entries-in-buffer/entries-written: 5/5   #P:2", kTimerStart, kSchedSwitch,
+  return lines({"# tracer: nop", "# entries-in-buffer/entries-written: 5/5   #P:8", kTimerStart, kSchedSwitch,
                 kUpdateEvents, "", "  x-1 [000] d..2. 1.000001: irq_handler_entry: irq=11 name=virtio0",
                 "  Web Content-4905 (   4900) [001] d..2. 204.005729: sched_switch: prev_comm=Web Content "
                 "prev_pid=4905 prev_prio=120 prev_state=S ==> next_comm=a b next_pid=1 next_prio=120"}) +
-         "          <idle>-0       [001] d..1.    14.468101: cpu_idle: state=4294967295 cpu_id=1";  // no newline
+         "          <idle>-0       [001] d..1.    14.468101: cpu_idle: state=4294967295 cpu_id=1\n";
 }
 
 void expect_same(const FtraceTable& a, const FtraceTable& b, const std::string& what) {
@@ -463,7 +464,7 @@ TEST(FtraceChunks, EverySplitPointGivesTheSameColumns) {
   const FtraceTable whole = parse(text, true, &whole_parser);
   ASSERT_EQ(whole_parser.error_line(), 0) << whole_parser.error_reason();
   ASSERT_EQ(whole.ts_ns.size(), 6u);
-  EXPECT_EQ(whole.ts_ns.back(), 14'468'101'000);  // the last line had no newline
+  EXPECT_EQ(whole.ts_ns.back(), 14'468'101'000);
   EXPECT_EQ(i64(whole, "tgid", 4), 4900);
   EXPECT_TRUE(is_na(whole, "tgid", 5));
   for (std::size_t cut = 0; cut <= text.size(); ++cut) {
@@ -530,3 +531,59 @@ TEST(FtraceErrors, DamagedLinesNeverCrash) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// Damage that still parses (issue 17): the reader must not guess.
+
+TEST(FtraceErrors, PartialLastLineIsAnErrorWhereverTheCutFalls) {
+  // Cut mid-number, what is left is a well-formed timer_start with a wrong
+  // expires: only the missing newline tells.
+  const std::string line = kTimerStart;
+  const std::size_t at = line.find("expires=") + std::string("expires=42949").size();
+  const std::string text = sample_text() + line.substr(0, at);
+  const std::int64_t last = 1 + static_cast<std::int64_t>(std::count(text.begin(), text.end(), '\n'));
+  FtraceParser strict;
+  parse(text, true, &strict);
+  EXPECT_EQ(strict.error_line(), last);
+  EXPECT_NE(strict.error_reason().find("partial last line"), std::string::npos) << strict.error_reason();
+  FtraceParser lenient(false);
+  const FtraceTable t = parse(text, false, &lenient);
+  EXPECT_EQ(lenient.skipped_lines(), 1);
+  EXPECT_EQ(t.ts_ns.size(), 6u);
+  // A comment or blank space without its newline is no loss.
+  FtraceParser comment;
+  parse(sample_text() + "# the end", true, &comment);
+  EXPECT_EQ(comment.error_line(), 0);
+}
+
+TEST(FtraceErrors, CrOnlyLineEndingsAreRejectedClearly) {
+  std::string cr = sample_text();
+  std::replace(cr.begin(), cr.end(), '\n', '\r');
+  cr += "\n";
+  FtraceParser p;
+  parse(cr, true, &p);
+  EXPECT_EQ(p.error_line(), 1);
+  EXPECT_NE(p.error_reason().find("CR-only"), std::string::npos) << p.error_reason();
+}
+
+TEST(FtraceErrors, CpuBeyondTheHeadersCount) {
+  // sample_text says #P:8; an event on CPU 8 contradicts it.
+  const std::string text = sample_text() + "  x-1 [008] d..2. 1.000002: irq_handler_entry: irq=11 name=virtio0\n";
+  FtraceParser p;
+  parse(text, true, &p);
+  EXPECT_EQ(p.error_line(), 10);
+  EXPECT_EQ(p.error_reason(), "CPU 8 is beyond the header's CPU count (#P:8)");
+}
+
+TEST(FtraceErrors, AnEndlessLineFailsAsSoonAsItIsTooLongWhenStrict) {
+  // /dev/zero read as a file: NUL bytes and never a newline.
+  FtraceParser p;
+  const std::string zeros(1 << 16, '\0');
+  std::size_t fed = 0;
+  while (p.error_line() == 0 && fed < 4 * FtraceParser::kMaxLineBytes) {
+    p.feed(zeros);
+    fed += zeros.size();
+  }
+  EXPECT_EQ(p.error_line(), 1);
+  EXPECT_LE(fed, FtraceParser::kMaxLineBytes + zeros.size());
+}

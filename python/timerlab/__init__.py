@@ -12,7 +12,7 @@ from .hierarchy import Hierarchy, hierarchy
 from . import callbacks, config_file, dist, idle_states, latency, plot, trace, workloads
 from .config import Config
 from .wake_latency import WakeLatency, wake_latency_of
-from .simulate import Result, simulate
+from .simulate import Result, RunawayError, simulate
 from .sweep import SweepError, sweep
 from . import replay
 from .fidelity import FidelityReport, Prediction, predict, validate
@@ -33,6 +33,7 @@ __all__ = [
     "FidelityReport",
     "Hierarchy",
     "Result",
+    "RunawayError",
     "SweepError",
     "callbacks",
     "dist",

@@ -41,6 +41,7 @@ _DEFAULTS = dict(
     record_timers=True, check_invariants=False, idle_states="skx", governor="menu", busy_power_mw=None,
     latency_req_ns=None, record_idle=True, overhead=None, rcu_needs_cpu=True, wake_latency="bare_metal",
     callback_ns=None, timer_migration=True, latency_model=None, resume_latency_ns=None, record_hrtimers=None,
+    max_memory_bytes=8 << 30,
 )
 
 
@@ -106,13 +107,17 @@ class Config:
     run as long as traced; see timerlab.callbacks). ``record_events`` keeps a tracepoint log,
     ``record_timers`` one row per armed timer; ``check_invariants`` checks
     the models' invariants after every step (slow, for tests).
+    ``max_memory_bytes`` (default 8 GiB; None: no limit) stops a run whose
+    results and queues outgrow it with :class:`timerlab.RunawayError`, as
+    the engine stops a model that loops at one instant or a workload that
+    arms timers faster than they end (cpp/include/timerlab/guard.hpp).
     """
 
     __slots__ = ("_args", "topology", "hz", "placement", "remote_wakeup", "deferrable", "kernel", "workload",
                  "duration_ns", "seed", "start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers",
                  "check_invariants", "idle_states", "governor", "latency_req_ns", "record_idle", "overhead",
                  "rcu_needs_cpu", "wake_latency", "callback_ns", "timer_migration", "latency_model",
-                 "resume_latency_ns", "record_hrtimers")
+                 "resume_latency_ns", "record_hrtimers", "max_memory_bytes")
 
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(_DEFAULTS))
@@ -145,6 +150,9 @@ class Config:
         set_("duration_ns", check_int("duration_ns", args["duration_ns"], minimum=1, maximum=1 << 62))
         set_("seed", check_int("seed", args["seed"], minimum=0, maximum=(1 << 64) - 1))
         set_("start_ns", check_int("start_ns", args["start_ns"], minimum=0, maximum=1 << 62))
+        if self.start_ns + self.duration_ns > 1 << 62:
+            raise ValueError(f"duration_ns={self.duration_ns}: start_ns + duration_ns must be <= 2**62 "
+                             f"(start_ns={self.start_ns})")
         set_("ipi_latency_ns", check_int("ipi_latency_ns", args["ipi_latency_ns"], minimum=0, maximum=10**9))
         set_("irq_ns", check_int("irq_ns", args["irq_ns"], minimum=0, maximum=10**9))
         set_("idle_states", _idle_states(args["idle_states"], args["busy_power_mw"]))
@@ -153,6 +161,9 @@ class Config:
         set_("latency_req_ns", None if latency is None else check_int("latency_req_ns", latency, minimum=0))
         set_("overhead", _overhead(args["overhead"]))
         set_("callback_ns", check_callback_ns(args["callback_ns"]))
+        mem = args["max_memory_bytes"]
+        set_("max_memory_bytes", None if mem is None else check_int("max_memory_bytes", mem, minimum=1 << 20,
+                                                                     maximum=(1 << 63) - 1))
         set_("latency_model", _costs("latency_model", args["latency_model"], LATENCY_DEFAULTS, integer=True))
         set_("resume_latency_ns", _per_cpu_ns("resume_latency_ns", args["resume_latency_ns"], self.topology.cpus))
         rh = args["record_hrtimers"]
@@ -239,6 +250,7 @@ class Config:
             "overhead": dict(self.overhead),
             "workload": workload,
             "callback_ns": per_function(self.callback_ns, workload["function_names"]),
+            "max_memory_bytes": 0 if self.max_memory_bytes is None else self.max_memory_bytes,
         }
 
     def as_dict(self) -> dict:
@@ -261,7 +273,7 @@ class Config:
                  f"duration_ns={self.duration_ns:_}", f"seed={self.seed}", f"workload={self.workload!r}"]
         for k in ("start_ns", "ipi_latency_ns", "irq_ns", "record_events", "record_timers", "check_invariants",
                   "record_idle", "latency_req_ns", "rcu_needs_cpu", "callback_ns", "timer_migration",
-                  "resume_latency_ns", "record_hrtimers", "latency_model"):
+                  "resume_latency_ns", "record_hrtimers", "latency_model", "max_memory_bytes"):
             if self._args[k] != _DEFAULTS[k]:
                 shown.append(f"{k}={getattr(self, k)!r}")
         if self.wake_latency.name != _DEFAULTS["wake_latency"]:

@@ -3,7 +3,8 @@
 Top-level keys are Config options; ``[[workload]]`` tables are the workload's
 generators (``kind`` = a function of timerlab.workloads, the other keys its
 parameters); ``[sweep]`` holds the options of tl.sweep: ``grid``, ``seeds``,
-``backend``, ``cache``, ``workers``, ``scheduler``, ``per_cpu``, ``progress``.
+``backend``, ``cache``, ``workers``, ``scheduler``, ``per_cpu``, ``progress``,
+``time_limit_s``.
 A distribution is a table with one key: ``{exponential = 2e6}``,
 ``{uniform = [1e6, 2e7]}``, ``{lognormal = [1e6, 0.5]}``, ``{const = 4e6}``.
 
@@ -42,7 +43,7 @@ __all__ = ["load_config", "ConfigFile"]
 
 _DISTS = {"exponential": _dist.exponential, "uniform": _dist.uniform, "lognormal": _dist.lognormal,
           "const": _dist.const}
-_SWEEP_KEYS = {"grid", "seeds", "backend", "cache", "workers", "scheduler", "per_cpu", "progress"}
+_SWEEP_KEYS = {"grid", "seeds", "backend", "cache", "workers", "scheduler", "per_cpu", "progress", "time_limit_s"}
 
 
 class ConfigFile:
@@ -59,8 +60,8 @@ def _value(where: str, v):
         name, args = next(iter(v.items()))
         try:
             return _DISTS[name](*args) if isinstance(args, list) else _DISTS[name](args)
-        except TypeError as e:  # a wrong number of parameters
-            raise ValueError(f"{where}: {name}: {e}") from None
+        except (TypeError, ValueError) as e:  # a wrong number of parameters, or bad ones
+            raise ValueError(f"{where}: {e}") from None
     return v
 
 
@@ -91,7 +92,7 @@ def load_config(path) -> ConfigFile:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:  # TOML is UTF-8 text
         raise ValueError(f"{path}: not valid TOML: {e}") from None
     sweep = data.pop("sweep", {})
     if not isinstance(sweep, dict):

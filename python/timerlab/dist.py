@@ -39,9 +39,17 @@ class Dist:
         return f"lognormal({self.a:g}, {self.b:g})"
 
 
-def _nonneg(name, x) -> float:
+# The longest time a distribution may give, ns (about 146 years): sums with
+# the clock stay in int64 (the core checks the same: random.hpp).
+MAX_NS = 2.0**62
+MAX_SIGMA = 10.0
+
+
+def _nonneg(name, x, maximum=MAX_NS) -> float:
     if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
+    if x > maximum:
+        raise ValueError(f"{name} must be <= {maximum:g}, got {x!r}")
     return float(x)
 
 
@@ -64,7 +72,7 @@ def lognormal(median, sigma) -> Dist:
     median = _nonneg("lognormal median", median)
     if median == 0:
         raise ValueError("lognormal median must be > 0")
-    return Dist("lognormal", median, _nonneg("lognormal sigma", sigma))
+    return Dist("lognormal", median, _nonneg("lognormal sigma", sigma, MAX_SIGMA))
 
 
 def as_dist(name, x) -> Dist:

@@ -12,7 +12,11 @@ from . import _core
 from .trace.events import events_frame, timer_flags_text
 from .config import Config
 
-__all__ = ["simulate", "Result", "tick_nsec", "initial_jiffies"]
+__all__ = ["simulate", "Result", "RunawayError", "tick_nsec", "initial_jiffies"]
+
+# A run that stops making progress, or whose queues or memory outgrow their
+# limits (a RuntimeError; cpp/include/timerlab/guard.hpp).
+RunawayError = _core.RunawayError
 
 OUTCOMES = ["pending", "expired", "cancelled", "rearmed"]
 CAUSES = ["timer", "remote_duty", "ipi", "task", "tick", "irq", "hrtimer"]
@@ -106,17 +110,27 @@ class Result:
                 f"{int(s['timers_expired_remote'])} expired remotely; ran {s['sim_speed_x_realtime']:.0f}x real time)")
 
 
-def simulate(cfg: Config) -> Result:
-    """Run one simulation of ``cfg``."""
+def simulate(cfg: Config, *, time_limit_s: float | None = None) -> Result:
+    """Run one simulation of ``cfg``.
+
+    Ctrl-C stops it (KeyboardInterrupt) within about 50 ms although the
+    engine runs without the GIL. ``time_limit_s``: wall time after which the
+    run stops with TimeoutError (None: none). A model that stops making
+    progress, or a run whose queues or memory outgrow their limits, stops
+    with :class:`RunawayError` naming the CPU, the event and the time.
+    """
     if not isinstance(cfg, Config):
         raise TypeError(f"simulate takes a timerlab.Config, got {type(cfg).__name__}")
+    if time_limit_s is not None and (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
+                                     or not time_limit_s > 0):
+        raise ValueError(f"time_limit_s must be a number of seconds > 0, got {time_limit_s!r}")
     for c in cfg.workload.components:
         if c.kind == "script" and c.params["script"].hz != cfg.hz:
             raise ValueError(f"hz={cfg.hz}: the replayed trace's script is in jiffies of HZ={c.params['script'].hz}; "
                              f"replay it with hz={c.params['script'].hz} (or rebuild it: trace.to_workload(hz=...))")
     core = cfg.to_core()
     t0 = time.perf_counter()
-    raw = _core.simulate(core)
+    raw = _core.simulate(core, None if time_limit_s is None else float(time_limit_s))
     wall = time.perf_counter() - t0
     names = core["workload"]["function_names"]
     states = list(cfg.idle_states.states["name"])

@@ -18,8 +18,8 @@ import hashlib
 import itertools
 import json
 import os
+import warnings
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,7 @@ import pandas as pd
 from ._checks import U64_MAX, check_int
 from .config import _DEFAULTS, Config
 from .simulate import simulate
+from .sweep_pool import WorkerPool as _WorkerPool, terminate_like_interrupt as _terminate_like_interrupt
 
 __all__ = ["sweep", "SweepError"]
 
@@ -53,7 +54,8 @@ class SweepError(RuntimeError):
 
 
 def sweep(cfg: Config, grid: Mapping, *, seeds=None, backend: str = "processes", workers: int | None = None,
-          progress: bool = True, cache=None, per_cpu: bool = False, scheduler=None) -> pd.DataFrame:
+          progress: bool = True, cache=None, per_cpu: bool = False, scheduler=None,
+          time_limit_s: float | None = None) -> pd.DataFrame:
     """Run ``cfg`` once per (point, seed) of ``grid`` x ``seeds``.
 
     ``grid``: {option: list of values}; its cartesian product (the last
@@ -85,6 +87,14 @@ def sweep(cfg: Config, grid: Mapping, *, seeds=None, backend: str = "processes",
     Bad grids, seeds and cache paths raise before anything runs. A run whose
     Config is invalid or whose simulation raises does not stop the others;
     at the end a SweepError lists each with its values, seed and error.
+
+    Faults: Ctrl-C (SIGINT) and SIGTERM stop the sweep the same way —
+    finished runs are written to the cache, worker processes are killed and
+    reaped; SIGTERM then exits the process (status 143). A worker process
+    that dies (killed, out of memory) has its run retried once in a new
+    worker, then reported as failed; the rest of the sweep goes on.
+    ``time_limit_s``: wall time per run; a run over it is stopped (its
+    worker killed, with "processes") and reported as failed.
     """
     if not isinstance(cfg, Config):
         raise TypeError(f"sweep takes a timerlab.Config, got {type(cfg).__name__}")
@@ -98,6 +108,9 @@ def sweep(cfg: Config, grid: Mapping, *, seeds=None, backend: str = "processes",
         workers = check_int("workers", workers, minimum=1)
     if scheduler is not None and backend != "dask":
         raise ValueError(f"scheduler= is for backend='dask', not {backend!r}")
+    if time_limit_s is not None and (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
+                                     or not time_limit_s > 0):
+        raise ValueError(f"time_limit_s must be a number of seconds > 0, got {time_limit_s!r}")
     kind = "per_cpu" if per_cpu else "summary"
     cache_path, cached = _open_cache(cache, kind) if cache is not None else (None, None)
 
@@ -144,7 +157,9 @@ def sweep(cfg: Config, grid: Mapping, *, seeds=None, backend: str = "processes",
 
     try:
         if todo:
-            _BACKENDS[backend]([(by_key[key][0].args, per_cpu) for key in todo], done, workers, scheduler)
+            with _terminate_like_interrupt():
+                _BACKENDS[backend]([(by_key[key][0].args, per_cpu, time_limit_s) for key in todo], done, workers,
+                                   scheduler)
     finally:
         bar.close()
         if new_rows:  # also after Ctrl-C or a lost worker: what finished is kept
@@ -238,11 +253,11 @@ def _native(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _run(args: dict, per_cpu: bool) -> tuple:
+def _run(args: dict, per_cpu: bool, time_limit_s: float | None = None) -> tuple:
     """One run, in whichever process: (records, wall_s, error). Configs are
     sent as their kwargs because a Config does not pickle."""
     try:
-        res = simulate(Config(**args))
+        res = simulate(Config(**args), time_limit_s=time_limit_s)
     except Exception as e:  # noqa: BLE001 — reported by sweep with the run's values
         return None, 0.0, f"{type(e).__name__}: {e}"
     if per_cpu:
@@ -259,13 +274,7 @@ def _run_serial(tasks, done, workers, scheduler):
 
 
 def _run_processes(tasks, done, workers, scheduler):
-    pool = ProcessPoolExecutor(max_workers=min(workers or os.cpu_count() or 1, len(tasks)))
-    try:
-        futures = {pool.submit(_run, *task): j for j, task in enumerate(tasks)}
-        for fut in as_completed(futures):
-            done(futures[fut], fut.result())
-    finally:
-        pool.shutdown(cancel_futures=True)
+    _WorkerPool(min(workers or os.cpu_count() or 1, len(tasks))).run(_run, tasks, done)
 
 
 def _run_dask(tasks, done, workers, scheduler):
@@ -290,7 +299,8 @@ def _run_dask(tasks, done, workers, scheduler):
         raise TypeError(f"scheduler must be None, an address like 'tcp://host:8786' or a distributed.Client, "
                         f"got {scheduler!r}")
     try:
-        futures = {client.submit(_run, *task, pure=False): j for j, task in enumerate(tasks)}
+        # retries: a run whose worker died is run again once (dask counts the deaths itself too).
+        futures = {client.submit(_run, *task, pure=False, retries=1): j for j, task in enumerate(tasks)}
         for fut in dask_completed(futures, loop=client.loop):
             done(futures[fut], fut.result())
     finally:
@@ -338,5 +348,10 @@ def _write_cache(path: Path, old: pd.DataFrame | None, new_rows: list, kind: str
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), _CACHE_META: kind.encode()})
     # Write aside then rename, so that an interrupted write never leaves a broken cache.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except OSError as e:  # a full disk, a quota: the runs are still returned
+        tmp.unlink(missing_ok=True)
+        warnings.warn(f"cache={str(path)!r} could not be written ({e}); the {len(new_rows)} new rows are returned "
+                      f"but not cached, and the cache file is as it was", RuntimeWarning, stacklevel=3)

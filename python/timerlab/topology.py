@@ -37,7 +37,9 @@ class Topology:
             raise ValueError(f"layout={layout!r} is not allowed; choose one of {', '.join(map(repr, LAYOUTS))}")
         if layout == "interleaved" and node_of_cpu is None and cpus is not None:
             n = check_int("nodes", 1 if nodes is None else nodes, minimum=1)
-            node_of_cpu = [c % n for c in range(check_int("cpus", cpus, minimum=1))]
+            if n > check_int("cpus", cpus, minimum=1):
+                raise ValueError(f"nodes={n} exceeds cpus={cpus}: every node needs a CPU")
+            node_of_cpu = [c % n for c in range(cpus)]
         if cpus is None and node_of_cpu is not None:
             cpus = len(node_of_cpu)
         if cpus is None:
@@ -67,6 +69,9 @@ class Topology:
         llc_size = check_int("llc_size", llc_size, minimum=0)
         if llc_size and llc_size % smt:
             raise ValueError(f"llc_size={llc_size} must be a multiple of smt={smt} (a core cannot span two LLCs)")
+        if not llc_size and cpus % smt:
+            raise ValueError(f"smt={smt} must divide cpus={cpus}: the CPUs form whole cores of smt threads "
+                             "(with llc_size=0 the core model cuts the machine's CPUs into cores)")
         if bringup_order is None:
             bringup_order = tuple(range(cpus))
         else:

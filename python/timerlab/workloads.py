@@ -30,6 +30,13 @@ SLEEPS = {"timer": "process_timeout", "external": None, "nanosleep": "hrtimer_wa
 _MEASURES = {None: 0, "cyclictest": 1, "timerlat": 2}
 
 
+# Tasks per CPU, timeouts armed at once: the core arms them in one step
+# (workload.hpp, kMaxPerOccasion).
+MAX_PER_OCCASION = 10_000
+# The shortest mean run + sleep cycle of a task (workload.hpp, kMinTaskCycleNs).
+MIN_TASK_CYCLE_NS = 1000
+
+
 @dataclass(frozen=True)
 class CpuSelection:
     cpus: tuple | None = None
@@ -217,9 +224,15 @@ def _task_component(cpus, nodes, per_cpu, run_ns, sleep_ns, sleep, priority, nic
                     measure, pm_qos_ns, *, timeouts=0, timeout_ns=_dist.uniform(10_000_000, 300_000_000),
                     cancel_p=0.9, cancel_after_ns=_dist.exponential(2_000_000), timeout_flags="",
                     timeout_function="tcp_write_timer", what="tasks") -> Workload:
-    return _one("tasks", _selection(cpus, nodes, what), per_cpu=check_int(f"{what}.per_cpu", per_cpu, minimum=1),
-                run_ns=_dist.as_dist(f"{what}.run_ns", run_ns), sleep_ns=_dist.as_dist(f"{what}.sleep_ns", sleep_ns),
-                sleep=sleep, timeouts=check_int(f"{what}.timeouts", timeouts, minimum=0),
+    run, slept = _dist.as_dist(f"{what}.run_ns", run_ns), _dist.as_dist(f"{what}.sleep_ns", sleep_ns)
+    if not run.mean + slept.mean >= MIN_TASK_CYCLE_NS:
+        raise ValueError(f"{what}.run_ns + {what}.sleep_ns must average at least {MIN_TASK_CYCLE_NS} ns, got "
+                         f"{run.mean + slept.mean:g}: a task's cycle has two context switches, and a shorter one "
+                         "would take a simulation step per ns")
+    return _one("tasks", _selection(cpus, nodes, what),
+                per_cpu=check_int(f"{what}.per_cpu", per_cpu, minimum=1, maximum=MAX_PER_OCCASION),
+                run_ns=run, sleep_ns=slept,
+                sleep=sleep, timeouts=check_int(f"{what}.timeouts", timeouts, minimum=0, maximum=MAX_PER_OCCASION),
                 timeout_ns=_dist.as_dist(f"{what}.timeout_ns", timeout_ns),
                 cancel_p=_probability(f"{what}.cancel_p", cancel_p),
                 cancel_after_ns=_dist.as_dist(f"{what}.cancel_after_ns", cancel_after_ns),
@@ -238,7 +251,7 @@ def timeouts(*, rate_hz: float, cpus=None, nodes=None, count: int = 1,
     """Interrupts arriving at ``rate_hz`` per CPU, each arming ``count`` timeouts
     from interrupt context (on an idle CPU, the push model moves them away)."""
     return _one("timeouts", _selection(cpus, nodes, "timeouts"), rate_hz=_rate("timeouts.rate_hz", rate_hz),
-                count=check_int("timeouts.count", count, minimum=1),
+                count=check_int("timeouts.count", count, minimum=1, maximum=MAX_PER_OCCASION),
                 timeout_ns=_dist.as_dist("timeouts.timeout_ns", timeout_ns),
                 cancel_p=_probability("timeouts.cancel_p", cancel_p),
                 cancel_after_ns=_dist.as_dist("timeouts.cancel_after_ns", cancel_after_ns),

@@ -91,6 +91,7 @@
 
 #include "timerlab/event_log.hpp"
 #include "timerlab/hrtimer.hpp"
+#include "timerlab/guard.hpp"
 #include "timerlab/idle.hpp"
 #include "timerlab/random.hpp"
 #include "timerlab/timer_cpu.hpp"
@@ -197,6 +198,9 @@ struct SimConfig {
   // jiffy's events (tmigr_handle_remote_up takes one event per lock hold).
   std::vector<std::int64_t> callback_ns;
   WorkloadSpec workload;
+  // Limits that stop a run that loops or grows without bound, and the
+  // interruption poll (guard.hpp).
+  GuardSpec guard;
 
   void validate() const;  // throws std::invalid_argument naming the option
 };
@@ -325,7 +329,9 @@ struct SimResult {
 
 class Engine;  // defined in engine_impl.hpp (a private header of the engine sources)
 
-// Runs one simulation. Throws std::invalid_argument for a bad config.
+// Runs one simulation. Throws std::invalid_argument for a bad config,
+// RunawayError for a run that stops making progress or outgrows its limits,
+// Interrupted when cfg.guard.interrupted asks it to stop.
 SimResult simulate(const SimConfig& cfg);
 
 }  // namespace timerlab

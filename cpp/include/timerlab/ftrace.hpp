@@ -60,8 +60,11 @@
 //
 // Errors. A malformed line (does not frame; a value that does not parse as
 // its kind; a payload token without '='; a required key missing, as in a
-// truncated line; a line longer than kMaxLineBytes) is reported with its
-// 1-based line number and the reason. Strict: the first one stops the parse
+// truncated line; a last event line without its newline, cut short
+// wherever the cut fell; a line longer than kMaxLineBytes, reported in
+// strict mode as soon as it is that long; a carriage return inside a line,
+// i.e. CR-only line endings; an event on a CPU beyond the header's count)
+// is reported with its 1-based line number and the reason. Strict: the first one stops the parse
 // (error_line() != 0). Lenient: the line is counted, the first few reasons
 // kept, and parsing goes on. Bad text never throws or aborts: every read is
 // bounds-checked, every number overflow-checked, and the work per line is
@@ -306,6 +309,7 @@ class FtraceParser {
   SparseColumn& column_for(int spec_idx, std::size_t field_idx);
   SparseColumn& new_column(std::string_view name, ColumnStorage storage);
   void malformed(std::string reason);
+  static std::string overlong_reason(bool has_cr);
 
   bool strict_;
   std::size_t max_examples_;
@@ -313,6 +317,7 @@ class FtraceParser {
   // Input state.
   std::string carry_;  // partial last line of the previous chunk
   bool carry_overlong_ = false;
+  bool carry_cr_ = false;  // the over-long carried line held a carriage return
   std::int64_t line_no_ = 0;
   bool failed_ = false;
 

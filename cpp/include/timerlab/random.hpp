@@ -135,11 +135,15 @@ struct Dist {
 };
 
 inline void Dist::validate(const std::string& what) const {
+  // At most 2^62 ns (timerlab.dist.MAX_NS): sums with the clock stay in int64.
   const bool finite = std::isfinite(a) && std::isfinite(b);
-  bool ok = finite && a >= 0;
+  bool ok = finite && a >= 0 && a <= 0x1p62 && b <= 0x1p62;
   if (kind == Kind::uniform) ok = ok && b >= a;
-  if (kind == Kind::lognormal) ok = ok && a > 0 && b >= 0;
-  if (!ok) throw std::invalid_argument(what + ": distribution parameters must be finite and non-negative");
+  if (kind == Kind::lognormal) ok = ok && a > 0 && b >= 0 && b <= 10;
+  if (!ok) {
+    throw std::invalid_argument(what + ": distribution parameters must be finite, non-negative and at most 2^62 ns "
+                                       "(a lognormal's sigma at most 10)");
+  }
 }
 
 inline std::int64_t Dist::sample_ns(Rng& rng) const {

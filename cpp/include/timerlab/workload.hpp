@@ -50,6 +50,13 @@
 
 namespace timerlab {
 
+// Tasks per CPU and timeouts armed at one occasion, at most: the engine
+// creates them in one step, before the runaway guard (guard.hpp) can look.
+inline constexpr unsigned kMaxPerOccasion = 10'000;
+// A task's mean run + sleep cycle, at least (two context switches take
+// longer): a 1-ns cycle would be a simulation step per ns.
+inline constexpr double kMinTaskCycleNs = 1000;
+
 struct TimeoutSpec {
   unsigned count = 0;  // timeouts armed per occasion
   Dist timeout_ns;

@@ -205,6 +205,8 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
     before it enters idle again; a stopped tick would wake it at its next
     timer instead."""
     out = [0] * nr_cpus
+    if not cpus_with_idle:  # no cpu_idle events (and maybe no state column at all)
+        return out
     sub = ev[ev["cpu"].isin(cpus_with_idle)]
     entries = sub[(sub["event"] == "cpu_idle") & (sub["state"] != CPU_IDLE_EXIT)].groupby("cpu")["ts_ns"].min()
     ticks = tick_events(sub)

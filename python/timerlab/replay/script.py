@@ -211,7 +211,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     fcode = {f: i for i, f in enumerate(fnames)}
 
     rows = []  # (ts, line, cpu, op, key, expires, flags, function, target, duration)
-    flags_text = starts["flags"].astype(str).tolist()
+    # A missing flags value (an optional field absent from a damaged line) is no flags.
+    flags_text = [x if isinstance(x, str) else "" for x in starts["flags"].tolist()]
     # An arm's duration: how long its callback ran when it expired (else its function's median).
     took, took_median = instance_durations(run)
     for ts, line, cpu, ptr, exp, fl, fn, base in zip(

@@ -108,7 +108,8 @@ def detect(events: pd.DataFrame, path, *, source: str, kernel: str | None = None
     flags = "traced"
     if starts.sum() >= 2 and "flags" in events:
         letters = events.loc[starts, "flags"].astype(str).str.split("|")
-        if letters.map(lambda ls: {"D", "P", "I"} <= set(ls)).all():
+        # (A missing flags value — a damaged line read leniently — stays missing: not a list.)
+        if letters.map(lambda ls: isinstance(ls, list) and {"D", "P", "I"} <= set(ls)).all():
             flags = "unreliable"
             events = _recode(events, "flags", lambda c: "M" if "M" in c.split("|") else "")
             notes.append("trace-cmd printed flags=D|P|I on every timer_start (a libtraceevent bug): the timer "
@@ -326,6 +327,8 @@ def node_of_cpu(ev, nr_cpus):
 def default_idle(ev) -> bool:
     """Whether the machine had no cpuidle driver: default_idle_call logs
     cpu_idle with state 1 only (a driver logs its state index, 0 = POLL)."""
+    if "state" not in ev:  # no cpu_idle events at all
+        return False
     states = ev.loc[ev["event"] == "cpu_idle", "state"]
     states = states[states != CPU_IDLE_EXIT]
     return len(states) > 0 and bool((states == 1).all())

@@ -3,9 +3,10 @@
 ``read_ftrace(path)`` reads what tracefs' ``trace`` file or ``trace-cmd report``
 printed, plain or compressed (.xz, .gz, .bz2, recognised by their magic bytes).
 The parsing is done in C++ (``timerlab._core.FtraceParser``, schema in
-``timerlab._core.ftrace_schema()``); this module decompresses on a background
-thread while the parser works on the previous chunk, both without the GIL, and
-assembles the columns into a DataFrame without copying them.
+``timerlab._core.ftrace_schema()``); this module decompresses
+(:mod:`timerlab.trace.source`) on a background thread while the parser works
+on the previous chunk, both without the GIL, and assembles the columns into a
+DataFrame without copying them.
 
 Columns of ``Trace.events``, one row per event line, in file order:
 
@@ -26,31 +27,20 @@ payload    raw payload text of events the schema does not describe (and of known
 """
 from __future__ import annotations
 
-import bz2
 import contextlib
-import gzip
-import lzma
 import os
 import queue
 import threading
 import warnings
-import zlib
 
 import numpy as np
 import pandas as pd
 
 from .. import _core
 from .features import Features, detect
+from .source import CHUNK_BYTES as _CHUNK_BYTES, CorruptData, NotAFile, TruncatedData, open_text
 
-_CHUNK_BYTES = 4 << 20
 _LINE_COLUMNS = ["ts_ns", "cpu", "task", "pid", "event", "line"]
-# Magic bytes -> (name, opener). Anything else is read as plain text.
-_COMPRESSED = [
-    (b"\xfd7zXZ\x00", "xz", lzma.open),
-    (b"\x1f\x8b", "gzip", gzip.open),
-    (b"BZh", "bzip2", bz2.open),
-]
-_TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 
 
 class TraceFormatError(ValueError):
@@ -160,7 +150,9 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trac
     strict : bool, keyword-only
         True (default): the first malformed line raises :class:`TraceFormatError`
         naming ``file:line`` and the problem. False: malformed lines are skipped,
-        counted in ``Trace.skipped_lines``, and a warning is issued.
+        counted in ``Trace.skipped_lines``, and a warning is issued. A
+        compressed file cut short counts its partial last line and the lost
+        rest as skipped; corrupt compressed data is an error either way.
     kernel : str, keyword-only
         The release that recorded the trace ("6.1", "5.15.0", ...), when the
         file name does not say it; None (default): the file name or the
@@ -171,7 +163,11 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trac
     FileNotFoundError
         No such file.
     TraceFormatError
-        A malformed line (strict), or corrupt or truncated compressed data.
+        A malformed line (strict): one that does not parse, a last line
+        without its newline (a cut file), an over-long line, CR-only line
+        endings, a CPU beyond the header's count; corrupt compressed data, or
+        truncated data (strict); a FIFO, a device or ``trace_pipe`` (they
+        need not end).
     """
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False, not {strict!r}")
@@ -180,39 +176,43 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trac
         parse_kernel(kernel)
     name = os.fspath(path)
     parser = _core.FtraceParser(strict=strict)
-    with contextlib.closing(_chunks_in_background(name)) as chunks:
-        for chunk in chunks:
-            parser.feed(chunk)  # C++, without the GIL
-            if parser.error_line:
-                break
+    cut = None
+    try:
+        with contextlib.closing(_chunks_in_background(name)) as chunks:
+            for chunk in chunks:
+                parser.feed(chunk)  # C++, without the GIL
+                if parser.error_line:
+                    break
+    except TruncatedData as e:
+        cut = e
+    except (CorruptData, NotAFile) as e:
+        raise TraceFormatError(f"{name}: {e}") from e
+    if cut is not None and strict and not parser.error_line:
+        raise TraceFormatError(f"{name}:{parser.lines + 1}: truncated {cut.kind} data: {cut.reason}; the text "
+                               f"stops after {cut.text_bytes} bytes, in or after line {parser.lines + 1}") from cut
     parser.finish()
     if parser.error_line:
         raise TraceFormatError(f"{name}:{parser.error_line}: {parser.error_reason}")
-    if parser.skipped_lines:
-        warnings.warn(f"{name}: skipped {parser.skipped_lines} malformed lines, e.g. "
-                      f"{parser.skipped_examples[0]}", stacklevel=2)
-    return Trace(name, _frame(parser.take()), parser.nr_cpus, parser.skipped_lines, parser.skipped_examples,
+    skipped, examples = parser.skipped_lines, list(parser.skipped_examples)
+    if cut is not None:  # lenient: the rest of the text is lost, and counted
+        skipped += 1
+        examples.append(f"after line {parser.lines}: truncated {cut.kind} data, the rest is lost ({cut.reason})")
+    if skipped:
+        warnings.warn(f"{name}: skipped {skipped} malformed lines, e.g. {examples[0]}", stacklevel=2)
+    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples,
                  parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
                  kernel=kernel)
 
 
 def _open(name: str):
-    """The file as a binary stream of text, decompressing if its magic says so."""
-    with open(name, "rb") as f:  # FileNotFoundError names the path
-        head = f.read(16)
-    if head.startswith(_TRACE_DAT_MAGIC):
-        raise TraceFormatError(f"{name}: a binary trace-cmd trace.dat; read the text of "
-                               f"`trace-cmd report {name}` instead")
-    for magic, kind, opener in _COMPRESSED:
-        if head.startswith(magic):
-            return opener(name, "rb"), kind
-    return open(name, "rb"), "plain"
+    """(chunks of the file's text, "plain" or its compression): source.open_text."""
+    return open_text(name, _CHUNK_BYTES)
 
 
 def _chunks_in_background(name: str):
     """Yield the text of file `name` in chunks, read (and decompressed) by a helper
     thread one chunk ahead, so that decompression and parsing overlap on two cores."""
-    stream, kind = _open(name)
+    source, _kind = _open(name)
     chunks: queue.Queue = queue.Queue(maxsize=2)
     stop = threading.Event()
 
@@ -227,10 +227,14 @@ def _chunks_in_background(name: str):
 
     def read() -> None:
         try:
-            while put(chunk := stream.read(_CHUNK_BYTES)) and chunk:
-                pass
+            for chunk in source:
+                if not put(chunk):
+                    return
+            put(b"")
         except BaseException as e:  # handed to the consumer, which would otherwise wait forever
             put(e)
+        finally:
+            source.close()
 
     reader = threading.Thread(target=read, name="timerlab-read-ftrace", daemon=True)
     reader.start()
@@ -238,8 +242,6 @@ def _chunks_in_background(name: str):
         while True:
             item = chunks.get()
             if isinstance(item, BaseException):
-                if _is_bad_data(item):
-                    raise TraceFormatError(f"{name}: corrupt or truncated {kind} data ({item})") from item
                 raise item
             if not item:
                 return
@@ -247,14 +249,6 @@ def _chunks_in_background(name: str):
     finally:
         stop.set()
         reader.join()
-        stream.close()
-
-
-def _is_bad_data(e: BaseException) -> bool:
-    """Whether a decompressor's exception means damaged data (and not, say, an I/O error)."""
-    if isinstance(e, (lzma.LZMAError, EOFError, zlib.error)):
-        return True
-    return isinstance(e, OSError) and e.errno is None  # gzip.BadGzipFile, bz2's "Invalid data stream"
 
 
 def _frame(cols: dict) -> pd.DataFrame:
