@@ -41,10 +41,19 @@ What is replayed (the script) and what is simulated:
   entry.
 * **the state at the start** — which idle CPUs' tick runs (``initial_tick``:
   they tick within two periods), who holds the jiffies-update duty.
+* **hrtimers** — every hrtimer_start and real hrtimer_cancel other than the
+  tick's is a script item (``hrtimer_arm``: absolute soft expiry, window,
+  PINNED/SOFT/HARD; ``hrtimer_cancel``), placed by the simulation's hrtimer
+  model (get_nohz_timer_target, the first-timer rule), so a what-if can move,
+  pin or slack them; each instance carries its traced lateness to its
+  handler. Replayed expiries end idle periods themselves. A task woken by
+  ``hrtimer_wakeup`` runs at its traced time (``hrtimer_wakeups="trace"``)
+  or when the simulation expires its hrtimer (``"causal"``); a woken task
+  makes its CPU non-idle for get_nohz_timer_target at once (``wake_pending``).
 * **device interrupts** — an idle period whose first event is not the tick
-  (``hrtimer_expire_entry`` of ``tick_nohz_handler``/``tick_sched_timer``) nor
-  a task wakeup that then runs a task — e.g. an hrtimer sleep
-  (``hrtimer_wakeup``), a function-call IPI (``softirq SCHED``: nohz idle
+  (``hrtimer_expire_entry`` of ``tick_nohz_handler``/``tick_sched_timer``),
+  a replayed hrtimer, nor a task wakeup that then runs a task — e.g. a
+  function-call IPI (``softirq SCHED``: nohz idle
   balancing), or nothing visible — ends with an external interrupt at the
   time of that first event, keeping the CPU awake until it idles again or
   runs a task. Where the CPU then left the idle loop without running a task
