@@ -1,6 +1,7 @@
 """Figure: latency CDF per idle-state limit beside the power each costs, per
 idle table (rows): cyclictest, then the nanosleep sleepers with 50 µs and 0
-slack (menu solid, teo dashed), then power per CPU per setting.
+slack (menu solid, teo dashed; dotted verticals: the table's exit
+latencies), then power per CPU per setting.
 
     python experiments/latency_vs_idle/plot.py [--results DIR] [--out DIR]
 
@@ -17,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+import timerlab as tl  # noqa: E402
 from timerlab.experiment import plot_main, save_figure  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,12 +57,23 @@ def plot(out: Path, latency_vs_idle) -> list[Path]:
                 ax.step(x, y, where="post", color=colours[setting], lw=1.0 if top else 2.0, zorder=3 if top else 2,
                         ls=("-" if governor == "menu" else "--") if not top else (":" if governor == "menu" else "-."),
                         label=f"{LABELS[setting]}, {governor}")
+            _exit_latencies(ax, states)
             ax.set(xscale="log", xlim=(0.5, HIST_US + 1), ylim=(0, 1.01), xlabel="latency (µs, bin upper edge)",
                    ylabel="share of wakeups", title=f"{states}: {TITLES[name]}")
             ax.grid(alpha=0.3)
         _power(row[-1], df[df["idle_states"] == states], states)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=8, fontsize="small")
     return save_figure(fig, out, "latency_vs_idle")
+
+
+def _exit_latencies(ax, states) -> None:
+    """The table's (published, intel_idle) exit latencies, for the eye to
+    measure each CDF's step against."""
+    for r in tl.idle_states.preset(states).states.itertuples():
+        if r.exit_latency_ns > 0:
+            ax.axvline(r.exit_latency_ns / 1e3, color="0.6", lw=0.8, ls=":", zorder=1)
+            ax.text(r.exit_latency_ns / 1e3, 0.02, f" {r.name} exit", rotation=90, fontsize=6, color="0.4",
+                    va="bottom", ha="right")
 
 
 def _power(ax, df, states) -> None:

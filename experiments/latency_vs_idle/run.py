@@ -20,10 +20,12 @@ Two workloads, run apart:
   wakeup), as hrtimers-and-latency.md §A.2 decodes it from traces.
 
 Per run: latency min/avg/p50/p99/max (µs), a cyclictest-style 1 µs histogram
-(bins and counts as list columns, later samples counted as overflows),
-wakeups per CPU per second, energy, power per CPU, time in C6, each
-state's share of idle time and, for
-cyclictest, the mean of each latency part. Saves DIR/latency_vs_idle.parquet.
+(non-empty bins and their counts as list columns; HIST_US and above count as
+overflows), wakeups per CPU per second, energy, power per CPU, time in C6,
+each state's share of idle time and, for cyclictest, the mean of each
+latency part. Saves DIR/latency_vs_idle.parquet.
+A plain loop, not tl.sweep: the histograms need each run's samples, and a
+sweep keeps only the summary.
 """
 from __future__ import annotations
 
