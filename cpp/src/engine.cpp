@@ -102,37 +102,6 @@ std::int64_t Engine::next_tick_after(std::int64_t ns) const {
   return static_cast<std::int64_t>((t / tick_nsec_ + 1) * tick_nsec_);
 }
 
-std::int64_t Engine::clock_at(unsigned cpu) const {
-  // The clock event as programmed; an idle CPU takes it late (an awake one
-  // at once: the interrupt is pending when it wakes; so does a polling one,
-  // which is not halted).
-  const CpuState& cs = cpus_[cpu];
-  const std::int64_t programmed = hr_.base(cpu).device_next;
-  if (programmed == INT64_MAX) return programmed;
-  const bool idle = cs.act == Activity::idle;
-  // A traced lateness runs to when the kernel's handler ran, its exit from
-  // idle included: the simulated CPU pays its state's exit latency after it.
-  const std::int64_t exit = idle ? cfg_.idle.states[static_cast<std::size_t>(cs.state)].exit_latency_ns : 0;
-  // A replayed hrtimer the device is programmed for runs as late as traced,
-  // idle or not: the platform delivered the kernel's interrupt that late.
-  const HrtimerId next = hr_.base(cpu).next_timer;
-  if (next != kNoHrtimer && hinfo_[next].traced_late_ns >= 0 && hr_[next].expires == programmed) {
-    return programmed + std::max<std::int64_t>(0, hinfo_[next].traced_late_ns - exit);
-  }
-  if (!idle || cfg_.idle.states[static_cast<std::size_t>(cs.state)].polling) return programmed;
-  if (programmed == cs.traced_late_for) return programmed + std::max<std::int64_t>(0, cs.traced_late_ns - exit);
-  return programmed + cs.wake_late_ns;
-}
-
-std::int64_t Engine::next_time(unsigned cpu) const {
-  const CpuState& cs = cpus_[cpu];
-  // While paying its exit latency a CPU runs no code: everything waits.
-  if (cs.act == Activity::exiting) return cs.exit_done;
-  std::int64_t t = std::min({cs.ipi_at, cs.irq_end, clock_at(cpu)});
-  if (!cs.work.empty()) t = std::min(t, cs.work.top().t);
-  return t;
-}
-
 SimResult Engine::run() {
   const unsigned n = topo_.nr_cpus();
   // Every CPU has just booted and runs; its periodic tick is on the grid.

@@ -356,11 +356,52 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   // timer on its base, as it does while the callback runs there.
   bool keep_base_ = false;
   std::size_t pending_ = 0;
+  // A replayed hrtimer carries a traced lateness (clock_at).
+  bool traced_hrtimers_ = false;
   // The runaway guard (engine_guard.cpp).
   std::int64_t guard_t_ = INT64_MIN;
   std::uint64_t guard_steps_ = 0, guard_steps_limit_ = 0;
   InterruptPoll poll_{cfg_.guard.interrupted};
 };
+
+// clock_at and next_time run two or three times a step: inline, so that the
+// run loop's dispatch compiles to loads and compares.
+inline std::int64_t Engine::clock_at(unsigned cpu) const {
+  // The clock event as programmed; an idle CPU takes it late (an awake one
+  // at once: the interrupt is pending when it wakes; so does a polling one,
+  // which is not halted). Called twice a step: the common cases (an awake
+  // CPU, no replayed hrtimers) touch nothing but the CPU's state.
+  const std::int64_t programmed = hr_.base(cpu).device_next;
+  if (programmed == INT64_MAX) return programmed;
+  const CpuState& cs = cpus_[cpu];
+  const bool idle = cs.act == Activity::idle;
+  if (!idle && !traced_hrtimers_) return programmed;
+  // A traced lateness runs to when the kernel's handler ran, its exit from
+  // idle included: the simulated CPU pays its state's exit latency after it.
+  const IdleState* st = idle ? &cfg_.idle.states[static_cast<std::size_t>(cs.state)] : nullptr;
+  const std::int64_t exit = idle ? st->exit_latency_ns : 0;
+  if (traced_hrtimers_) {
+    // A replayed hrtimer the device is programmed for runs as late as
+    // traced, idle or not: the platform delivered the kernel's interrupt that late.
+    const HrtimerId next = hr_.base(cpu).next_timer;
+    if (next != kNoHrtimer && hinfo_[next].traced_late_ns >= 0 && hr_[next].expires == programmed) {
+      return programmed + std::max<std::int64_t>(0, hinfo_[next].traced_late_ns - exit);
+    }
+    if (!idle) return programmed;
+  }
+  if (st->polling) return programmed;
+  if (programmed == cs.traced_late_for) return programmed + std::max<std::int64_t>(0, cs.traced_late_ns - exit);
+  return programmed + cs.wake_late_ns;
+}
+
+inline std::int64_t Engine::next_time(unsigned cpu) const {
+  const CpuState& cs = cpus_[cpu];
+  // While paying its exit latency a CPU runs no code: everything waits.
+  if (cs.act == Activity::exiting) return cs.exit_done;
+  std::int64_t t = std::min({cs.ipi_at, cs.irq_end, clock_at(cpu)});
+  if (!cs.work.empty()) t = std::min(t, cs.work.top().t);
+  return t;
+}
 
 // Treats idle and exiting alike: a CPU paying its exit latency is still in
 // its idle period (the kernel's residency includes the exit).

@@ -207,6 +207,7 @@ void Engine::script_hrtimer_op(unsigned cpu, const ScriptItem& it) {
     h.is_soft = it.flags & HRTIMER_MODE_SOFT;
   }
   hinfo_[t].traced_late_ns = it.late_ns;
+  traced_hrtimers_ = traced_hrtimers_ || it.late_ns >= 0;  // clock_at's slow path from now on
   // A task's run moved by its wakeup keeps its sleeps: the absolute expiry moves with it.
   const auto soft = static_cast<std::int64_t>(it.expires_jiffies) + cpus_[cpu].script_shift_ns;
   auto mode = static_cast<std::uint8_t>(it.flags & (HRTIMER_MODE_PINNED | HRTIMER_MODE_SOFT | HRTIMER_MODE_HARD));
