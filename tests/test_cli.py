@@ -112,6 +112,8 @@ def test_export_writes_a_trace_the_reader_reads(config_file, tmp_path):
     ('sweep = 3', "sweep must be a table"),
     ('workload = [1]', "workload[0]: a workload is a table"),
     ('[[workload]]\nkind = "timeouts"\nrate_hz = 10\ntimeout_ns = {uniform = [1]}', "timeout_ns: uniform"),
+    # Found by tests/test_fuzz.py (config_file): a builder's own ValueError lacked the file.
+    ('[[workload]]\nkind = "server"\nrate_hz = 0', "workload[0]: server.rate_hz must be a rate"),
 ])
 def test_config_file_mistakes_print_one_line(tmp_path, content, words):
     path = tmp_path / "bad.toml"

@@ -64,3 +64,21 @@ def test_ctrl_c_stops_a_long_run():
     finally:
         p.kill()
         p.wait()
+
+
+def test_a_workload_bound_to_outgrow_the_guard_is_refused_by_config():
+    """Found by `python fuzz/run.py configs` (10^4 configs, one finding): 192
+    tasks on a ~1 µs cycle, each arming two ~0.12 s timeouts it never
+    cancels, passed Config and stopped inside the run with the guard's
+    "runaway queue" error. Config now bounds the pending timers (arming rate x
+    lifetime, at most the run) and refuses it, naming the workload."""
+    w = tl.workloads.busy(fraction=1.0) + tl.workloads.tasks(
+        per_cpu=2, run_ns=10, sleep_ns=tl.dist.lognormal(1000, 0.402662), sleep="clock_nanosleep", timeouts=2,
+        timeout_ns=tl.dist.lognormal(6.57698e7, 1.10196), cancel_p=3.7e-82, priority=99, timeout_flags="D")
+    opts = dict(cpus=96, nodes=2, smt=2, layout="interleaved", kernel="5.10", placement="push", hz=300, irq_ns=0,
+                workload=w, start_ns=10**9, seed=855265)
+    with pytest.raises(ValueError, match=r"^workload: its timers would reach about [\d,]+ pending .* 4,393,216 for 96"):
+        tl.Config(**opts, duration_ns=20_000_000)
+    # A run too short to reach the limit is accepted and ends (the bound counts the run's length).
+    res = tl.simulate(tl.Config(**opts, duration_ns=200_000))
+    assert ((res.per_cpu["busy_ns"] + res.per_cpu["idle_ns"]) == 200_000).all()

@@ -177,6 +177,15 @@ class Config:
             set_(flag, args[flag])
         # Resolve the workload's CPU sets now, so that a bad one fails here.
         names = self.workload.to_core(self.topology, self.irq_ns)["function_names"] + self._engine_hrtimers()
+        # The engine's runaway guard (guard.hpp, GuardSpec::pending_limit) stops a
+        # run whose pending timers pass 4,000,000 + 4,096 per CPU; a workload
+        # bound to pass it is refused here, before anything runs.
+        pending, limit = self.workload.pending_bound(self.topology, self.duration_ns), 4_000_000 + 4_096 * \
+            self.topology.cpus
+        if pending > limit:
+            raise ValueError(f"workload: its timers would reach about {pending:,.0f} pending at once (arming rate x "
+                             f"lifetime), over the engine's limit of {limit:,} for {self.topology.cpus} CPUs: lengthen "
+                             "its tasks' run_ns + sleep_ns, shorten timeout_ns, raise cancel_p or arm fewer timeouts")
         # The engine's hrtimers of other releases may be named too (a replay's config
         # replaced with another kernel keeps its durations).
         unknown = set(self.callback_ns) - set(names) - set(HRTIMER_DEFAULT_NS) if isinstance(self.callback_ns, dict) \

@@ -81,7 +81,7 @@ def _workload(path: Path, tables) -> _workloads.Workload:
         params = {k: _value(f"{where}.{k}", v) for k, v in table.items()}
         try:
             total = total + getattr(_workloads, kind)(**params)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:  # an unknown parameter, or a bad value (server.rate_hz = 0)
             raise ValueError(f"{where}: {e}") from None
     return total
 

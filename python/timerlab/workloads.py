@@ -122,6 +122,28 @@ class Workload:
         reqs = [c.params["pm_qos_ns"] for c in self.components if c.params.get("pm_qos_ns") is not None]
         return min(reqs) if reqs else None
 
+    def pending_bound(self, topology, duration_ns: int) -> float:
+        """An upper bound on the timers its components keep pending at once
+        (Little's law: arming rate x lifetime, the lifetime at most the run):
+        a task arms its timeouts once per run + sleep cycle at most (the
+        engine adds context switches and latencies, never removes time), a
+        cancelled timeout lives at most its mean delay to the cancel."""
+        total = 0.0
+        for c in self.components:
+            p = c.params
+            if c.kind == "tasks":
+                n = len(c.where.resolve(topology, c.kind)) * p["per_cpu"]
+                rate = n * p["timeouts"] / max(p["run_ns"].mean + p["sleep_ns"].mean, 1.0)
+                total += n  # each task's own sleep timer
+            elif c.kind == "timeouts":
+                rate = len(c.where.resolve(topology, c.kind)) * p["rate_hz"] * p["count"] / 1e9
+            else:
+                continue
+            life = (1 - p["cancel_p"]) * p["timeout_ns"].mean + p["cancel_p"] * min(
+                p["cancel_after_ns"].mean, p["timeout_ns"].mean)
+            total += rate * min(life, duration_ns)
+        return total
+
     def to_core(self, topology, irq_ns: int) -> dict:
         """The dict _core.simulate takes, with CPU sets resolved on ``topology``."""
         names: list[str] = []
