@@ -82,7 +82,7 @@ void register_tracedat(py::module_& m) {
                                return out;
                              })
       .def_property_readonly("events",
-                             [](const PyTraceDat& t) {
+                             [](PyTraceDat& t) {
                                py::dict out;
                                for (const EventFormat& e : t.dat->events()) {
                                  out[py::str(e.system + ":" + e.name)] = e.print ? py::str("") : py::str(e.print_error);

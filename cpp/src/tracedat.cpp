@@ -89,18 +89,19 @@ void TraceDat::formats(Cursor& c, bool ftrace) {
       const std::uint64_t size = c.u64();
       const std::uint64_t at = c.offset();
       const std::string_view text = c.bytes(size);
-      EventFormat ev;
-      try {
-        ev = parse_event_format(text, system, layout_.long_size);
-      } catch (const std::invalid_argument& e) {
-        c.fail_at(at, "format of " + system + " event " + std::to_string(i) + ": " + e.what());
+      // Only the ID now; the rest when a record needs it.
+      const std::size_t id_at = text.find("\nID:");
+      unsigned long id = 0;
+      char* end = nullptr;
+      const std::string id_text(id_at == std::string_view::npos ? std::string_view() : text.substr(id_at + 4, 8));
+      if (id_at != std::string_view::npos) id = std::strtoul(id_text.c_str(), &end, 10);
+      if (id_at == std::string_view::npos || end == id_text.c_str() || id > 0xffff) {
+        c.fail_at(at, "format of " + system + " event " + std::to_string(i) + " without a valid ID: line");
       }
-      if (static_cast<std::size_t>(ev.id) >= event_index_.size()) event_index_.resize(static_cast<std::size_t>(ev.id) + 1, -1);
-      if (event_index_[static_cast<std::size_t>(ev.id)] >= 0) {
-        c.fail_at(at, "event ID " + std::to_string(ev.id) + " defined twice (" + ev.name + ")");
-      }
-      event_index_[static_cast<std::size_t>(ev.id)] = static_cast<int>(events_.size());
-      events_.push_back(std::move(ev));
+      if (id >= event_index_.size()) event_index_.resize(id + 1, -1);
+      if (event_index_[id] >= 0) c.fail_at(at, "event ID " + std::to_string(id) + " defined twice");
+      event_index_[id] = static_cast<int>(raw_formats_.size());
+      raw_formats_.push_back({text, system, at, ftrace ? "ftrace event formats" : "event formats"});
     }
   }
 }
@@ -128,7 +129,9 @@ void TraceDat::cmdlines(Cursor& c, std::uint64_t size) {
 }
 
 void TraceDat::register_comm(std::int32_t pid, std::string_view comm) {
-  comms_.try_emplace(pid, std::string(comm));  // never overrides, as trace-cmd's registration
+  // Never overrides, as trace-cmd's registration; looked up first so that
+  // the usual case (known) builds no string.
+  if (comms_.find(pid) == comms_.end()) comms_.emplace(pid, std::string(comm));
 }
 
 // One option; the cursor is at its data, `size` bytes.
@@ -205,7 +208,8 @@ void TraceDat::option(std::uint16_t id, Cursor& c, std::uint32_t size, bool v7) 
       const char* what = names[id - kOptHeaderInfo];
       bool compressed = false;
       std::uint64_t data_at = 0;
-      const std::string owned = section(where, id, what, compressed, data_at);
+      // Kept: the formats view into it.
+      const std::string& owned = sections_.emplace_back(section(where, id, what, compressed, data_at));
       Cursor s = compressed ? Cursor(owned, data_at, what, layout_.big_endian, true)
                             : Cursor(file_, 0, what, layout_.big_endian).at(data_at);
       if (id == kOptHeaderInfo) header_info(s);
@@ -310,7 +314,7 @@ void TraceDat::read_v7(Cursor& c) {
   options_["compression"] = compression_;
   const std::uint64_t first = c.u64();
   options_v7(first);
-  if (events_.empty()) c.fail("no event formats section");
+  if (raw_formats_.empty()) c.fail("no event formats section");
 }
 
 void TraceDat::options_v7(std::uint64_t offset) {
@@ -376,6 +380,28 @@ std::string TraceDat::cpu_data(const DatBuffer& b, const DatCpu& cpu, std::strin
            std::to_string(cpu.size));
   }
   return out;  // the caller views it
+}
+
+const EventFormat& TraceDat::format(std::size_t raw) {
+  if (events_.size() != raw_formats_.size()) {
+    events_.resize(raw_formats_.size());
+    parsed_.assign(raw_formats_.size(), 0);
+  }
+  if (!parsed_[raw]) {
+    const RawFormat& r = raw_formats_[raw];
+    try {
+      events_[raw] = parse_event_format(r.text, r.system, layout_.long_size);
+    } catch (const std::invalid_argument& e) {
+      throw TraceDatError(r.where, r.offset, "format of a " + r.system + " event: " + e.what());
+    }
+    parsed_[raw] = 1;
+  }
+  return events_[raw];
+}
+
+const std::vector<EventFormat>& TraceDat::events() {
+  for (std::size_t i = 0; i < raw_formats_.size(); ++i) format(i);
+  return events_;
 }
 
 }  // namespace timerlab

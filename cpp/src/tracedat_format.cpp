@@ -133,6 +133,10 @@ EventFormat parse_event_format(std::string_view text, std::string_view system, s
   }
   while (!print.empty() && (print.back() == '\n' || print.back() == '\0')) print.remove_suffix(1);
   ev.plugin = plugin_of(ev.name);
+  for (std::string_view name : plugin_field_names(ev.plugin)) {
+    const EventField* f = ev.field(name);
+    ev.plugin_fields.push_back(f ? static_cast<int>(f - ev.fields.data()) : -1);
+  }
   ev.print = compile_print_format(print, ev, long_size, ev.print_error);
   return ev;
 }

@@ -206,7 +206,7 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out) {
     if (id >= event_index_.size() || event_index_[id] < 0) {
       p.fail(p.record_offset(), "a record of event ID " + std::to_string(id) + ", which no format defines");
     }
-    const EventFormat& ev = events_[static_cast<std::size_t>(event_index_[id])];
+    const EventFormat& ev = format(static_cast<std::size_t>(event_index_[id]));
     std::uint64_t pid64 = 0;
     if (!read_field(ev.fields[static_cast<std::size_t>(ev.pid_field)], rec, layout_, pid64)) {
       p.fail(p.record_offset(), ev.name + " record of " + std::to_string(rec.size()) + " bytes has no common_pid");

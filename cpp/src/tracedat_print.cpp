@@ -841,15 +841,19 @@ std::shared_ptr<const PrintFormat> compile_print_format(std::string_view text, c
 
 namespace {
 
-bool number(const EventFormat& ev, std::string_view name, std::string_view data, const RecordLayout& l,
-            std::uint64_t& v) {
-  const EventField* f = ev.field(name);
+// Field k of the plugin's list (plugin_field_names).
+const EventField* plugin_field(const EventFormat& ev, int k) {
+  const int i = ev.plugin_fields[static_cast<std::size_t>(k)];
+  return i < 0 ? nullptr : &ev.fields[static_cast<std::size_t>(i)];
+}
+
+bool number(const EventFormat& ev, int k, std::string_view data, const RecordLayout& l, std::uint64_t& v) {
+  const EventField* f = plugin_field(ev, k);
   return f && f->kind == EventField::Kind::Number && read_field(*f, data, l, v);
 }
 
-bool text(const EventFormat& ev, std::string_view name, std::string_view data, const RecordLayout& l,
-          std::string_view& s) {
-  const EventField* f = ev.field(name);
+bool text(const EventFormat& ev, int k, std::string_view data, const RecordLayout& l, std::string_view& s) {
+  const EventField* f = plugin_field(ev, k);
   if (!f || f->kind == EventField::Kind::Number || f->kind == EventField::Kind::Array) return false;
   if (!field_bytes(*f, data, l, s)) return false;
   s = c_string(s);
@@ -884,9 +888,29 @@ void put_state(std::string& out, std::uint64_t state) {
   if (!any) out.push_back('R');
 }
 
+}  // namespace
+
+std::vector<std::string_view> plugin_field_names(Plugin p) {
+  switch (p) {
+    case Plugin::SchedSwitch:
+      return {"prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio"};
+    case Plugin::SchedWakeup:
+      return {"comm", "pid", "prio", "success", "target_cpu"};
+    case Plugin::HrtimerStart:
+      return {"hrtimer", "function", "expires", "softexpires"};
+    case Plugin::HrtimerExpireEntry:
+      return {"hrtimer", "now", "function"};
+    case Plugin::None:
+      break;
+  }
+  return {};
+}
+
+namespace {
+
 bool render_plugin(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out) {
   const RecordLayout& l = ctx.layout;
-  auto task = [&](std::string_view comm_field, std::string_view pid_field, std::string_view prio_field) {
+  auto task = [&](int comm_field, int pid_field, int prio_field) {
     std::string_view comm;
     std::uint64_t pid = 0, prio = 0;
     if (!text(ev, comm_field, data, l, comm) || !number(ev, pid_field, data, l, pid) ||
@@ -905,26 +929,26 @@ bool render_plugin(const EventFormat& ev, std::string_view data, const PrintCont
   std::uint64_t a = 0, b = 0, c = 0, d = 0;
   switch (ev.plugin) {
     case Plugin::SchedSwitch: {
-      if (!task("prev_comm", "prev_pid", "prev_prio") || !number(ev, "prev_state", data, l, a)) return false;
+      if (!task(0, 1, 2) || !number(ev, 3, data, l, a)) return false;
       out.push_back(' ');
       put_state(out, a);
       out.append(" ==> ");
-      return task("next_comm", "next_pid", "next_prio");
+      return task(4, 5, 6);
     }
     case Plugin::SchedWakeup: {
-      if (!task("comm", "pid", "prio")) return false;
-      if (number(ev, "success", data, l, a)) {
+      if (!task(0, 1, 2)) return false;
+      if (number(ev, 3, data, l, a)) {
         out.append(" success=");
         put_dec(out, static_cast<std::int32_t>(a));
       }
-      if (!number(ev, "target_cpu", data, l, b)) return false;
+      if (!number(ev, 4, data, l, b)) return false;
       out.append(" CPU:");
       put_int(out, "03", 'd', cut(b, 32, true), true);
       return true;
     }
     case Plugin::HrtimerStart:
-      if (!number(ev, "hrtimer", data, l, a) || !number(ev, "function", data, l, b) ||
-          !number(ev, "expires", data, l, c) || !number(ev, "softexpires", data, l, d)) {
+      if (!number(ev, 0, data, l, a) || !number(ev, 1, data, l, b) || !number(ev, 2, data, l, c) ||
+          !number(ev, 3, data, l, d)) {
         return false;
       }
       out.append("hrtimer=");
@@ -937,8 +961,7 @@ bool render_plugin(const EventFormat& ev, std::string_view data, const PrintCont
       put_u(out, d);
       return true;
     case Plugin::HrtimerExpireEntry:
-      if (!number(ev, "hrtimer", data, l, a) || !number(ev, "now", data, l, b) ||
-          !number(ev, "function", data, l, c)) {
+      if (!number(ev, 0, data, l, a) || !number(ev, 1, data, l, b) || !number(ev, 2, data, l, c)) {
         return false;
       }
       out.append("hrtimer=");

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "timerlab/tracedat_format.hpp"
 
@@ -14,5 +15,8 @@ namespace timerlab {
 // the interpreter does not know (the caller then prints field=value).
 std::shared_ptr<const PrintFormat> compile_print_format(std::string_view text, const EventFormat& ev,
                                                         std::uint32_t long_size, std::string& why);
+
+// The fields each plugin prints, in the order render_plugin reads them.
+std::vector<std::string_view> plugin_field_names(Plugin p);
 
 }  // namespace timerlab

@@ -61,6 +61,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -115,7 +116,8 @@ class TraceDat {
   const std::string& compression() const { return compression_; }
   std::int32_t nr_cpus() const { return nr_cpus_; }
   const std::vector<DatBuffer>& buffers() const { return buffers_; }
-  const std::vector<EventFormat>& events() const { return events_; }
+  // Every format of the file, parsed (read() parses only those it meets).
+  const std::vector<EventFormat>& events();
   const std::unordered_map<std::string, std::string>& options() const { return options_; }
 
   // Decode buffer `name` into `out`; returns the number of records. Throws
@@ -150,8 +152,20 @@ class TraceDat {
   std::int64_t ts_offset_ = 0;
   // header_page: where commit and data sit, commit's size.
   std::uint32_t commit_offset_ = 8, commit_size_ = 8, data_offset_ = 16;
-  std::vector<EventFormat> events_;
-  std::vector<int> event_index_;  // ID -> index into events_, -1 if none
+  // A format file as stored: parsed when its first record is met (a file
+  // holds thousands, a trace uses a few dozen).
+  struct RawFormat {
+    std::string_view text;
+    std::string system;
+    std::uint64_t offset = 0;  // in the file (of the section, if compressed)
+    std::string where;         // section name, for errors
+  };
+  const EventFormat& format(std::size_t raw);
+  std::vector<RawFormat> raw_formats_;
+  std::vector<EventFormat> events_;     // parallel to raw_formats_
+  std::vector<std::uint8_t> parsed_;    // parallel to raw_formats_
+  std::vector<int> event_index_;        // ID -> index into raw_formats_, -1 if none
+  std::deque<std::string> sections_;    // decompressed sections the formats view
   Symbols symbols_;
   std::unordered_map<std::int32_t, std::string> comms_;
   std::unordered_map<std::string, std::string> options_;  // printable options: clock, version, ...

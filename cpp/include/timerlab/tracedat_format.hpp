@@ -106,6 +106,8 @@ struct EventFormat {
   std::shared_ptr<const PrintFormat> print;  // null: not compilable, see the fallback above
   std::string print_error;                   // why not
   Plugin plugin = Plugin::None;
+  // The fields the plugin prints, in its order (-1: absent), found once.
+  std::vector<int> plugin_fields;
 
   const EventField* field(std::string_view name) const;
 };
