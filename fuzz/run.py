@@ -46,7 +46,8 @@ def _alarm(signum, frame):
 
 
 BYTE_TARGETS = {"lines": (targets.trace_lines, False), "compressed": (targets.compressed_file, True),
-                "files": (targets.config_file, True), "replay": (targets.replay, True)}  # (target, needs a workdir)
+                "files": (targets.config_file, True), "replay": (targets.replay, True),
+                "dat": (targets.trace_dat, True)}  # (target, needs a workdir)
 
 
 def _call(name: str, data: bytes, workdir: Path):

@@ -6,7 +6,9 @@ import functools
 import lzma
 import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,6 +17,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import timerlab as tl
 from conftest import TRACE_DIR
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+import targets  # noqa: E402
 
 V7 = TRACE_DIR / "vm2-cyclictest.v7.dat"
 V6_XZ = TRACE_DIR / "vm2-cyclictest-laptop.v6.dat.xz"
@@ -154,49 +159,8 @@ def test_a_corrupt_page_commit_is_named(tmp_path, v6_plain):
         read_damaged(tmp_path, bytes(data))
 
 
-def small_v6(data: bytes, pages: int = 2) -> bytes:
-    """A valid v6 trace.dat of the first `pages` pages of each CPU of `data`
-    (a v6 file), for fuzzing at thousands of inputs a second: the header
-    walked as trace-cmd.dat.v6(5) describes it, the CPU table rewritten."""
-    u = lambda n, at: int.from_bytes(data[at:at + n], "little")  # noqa: E731
-    p = data.index(b"\0", 10) + 1 + 2
-    page = u(4, p)
-    p += 4 + 12
-    p += 8 + u(8, p) + 13
-    p += 8 + u(8, p)
-    count, p = u(4, p), p + 4
-    for _ in range(count):
-        p += 8 + u(8, p)
-    systems, p = u(4, p), p + 4
-    for _ in range(systems):
-        p = data.index(b"\0", p) + 1
-        count, p = u(4, p), p + 4
-        for _ in range(count):
-            p += 8 + u(8, p)
-    p += 4 + u(4, p)  # kallsyms
-    p += 4 + u(4, p)  # printk formats
-    p += 8 + u(8, p)  # saved cmdlines
-    cpus, p = u(4, p), p + 4
-    if data[p:p + 10] == b"options  \0":
-        p += 10
-        while u(2, p) != 0:
-            p += 6 + u(4, p + 2)
-        p += 2
-    assert data[p:p + 10] == b"flyrecord\0"
-    p += 10
-    table = [(u(8, p + 16 * i), u(8, p + 16 * i + 8)) for i in range(cpus)]
-    start = -(-(p + 16 * cpus) // page) * page
-    out, blobs = bytearray(data[:p]), []
-    for i, (off, size) in enumerate(table):
-        blob = data[off:off + min(size, pages * page)]
-        out += (start + sum(len(b) for b in blobs)).to_bytes(8, "little") + len(blob).to_bytes(8, "little")
-        blobs.append(blob)
-    return bytes(out.ljust(start, b"\0") + b"".join(blobs))
-
-
-@functools.cache
 def _small() -> bytes:
-    return small_v6(lzma.decompress(V6_XZ.read_bytes()))
+    return targets.small_trace_dat()
 
 
 def test_the_small_v6_reads_its_pages(tmp_path):
@@ -210,22 +174,13 @@ def test_the_small_v6_reads_its_pages(tmp_path):
     np.testing.assert_array_equal(small.events["ts_ns"], expect["ts_ns"])
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cut=st.data())
-def test_fuzz_small_truncated_anywhere_is_an_error(tmp_path, cut):
-    data = _small()
-    n = cut.draw(st.integers(min_value=10, max_value=len(data) - 1))
-    with pytest.raises(tl.TraceFormatError, match=r"damaged.dat: .+ at byte \d+: "):
-        read_damaged(tmp_path, data[:n])
-
-
-@settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(flip=st.data())
-def test_fuzz_small_bit_flips_error_or_read(tmp_path, flip):
-    data = bytearray(_small())
-    at = flip.draw(st.integers(min_value=0, max_value=len(data) - 1))
-    data[at] ^= 1 << flip.draw(st.integers(min_value=0, max_value=7))
-    expect_error_or_trace(tmp_path, bytes(data))
+@settings(max_examples=3000, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+@given(data=st.binary(min_size=16, max_size=64))
+def test_fuzz_small_trace_dat_cut_or_flipped(data, tmp_path):
+    """fuzz/targets.trace_dat: the small trace.dat cut anywhere (always an
+    error) or with bits flipped (an error, or a trace)."""
+    targets.trace_dat(data, tmp_path)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

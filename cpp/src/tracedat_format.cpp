@@ -49,10 +49,12 @@ EventField parse_field(std::string_view line) {
   decl = trim(decl);
   if (!parse_u32(off, f.offset) || !parse_u32(size, f.size)) throw std::invalid_argument("bad offset or size");
   if (attr(line, "signed", sign)) f.is_signed = trim(sign) == "1";
-  // The name is the last identifier of the declaration, before any [n].
+  // The name is the last identifier of the declaration, before a trailing
+  // [n] (`char comm[16]`; but `__data_loc char[] name` ends with its name).
   std::string_view d = decl;
-  const std::size_t br = d.find('[');
-  std::string_view before = br == std::string_view::npos ? d : trim(d.substr(0, br));
+  const bool array = !d.empty() && d.back() == ']';
+  const std::size_t br = array ? d.rfind('[') : std::string_view::npos;
+  std::string_view before = array ? trim(d.substr(0, br)) : d;
   std::size_t e = before.size();
   std::size_t b = e;
   while (b > 0 && (std::isalnum(static_cast<unsigned char>(before[b - 1])) || before[b - 1] == '_')) --b;
@@ -64,7 +66,7 @@ EventField parse_field(std::string_view line) {
     f.kind = EventField::Kind::DataLoc;
   } else if (f.type.rfind("__rel_loc", 0) == 0) {
     f.kind = EventField::Kind::RelLoc;
-  } else if (br != std::string_view::npos) {
+  } else if (array) {
     const bool chars = f.type == "char" || f.type == "const char" || f.type == "unsigned char";
     f.kind = chars ? EventField::Kind::CharArray : EventField::Kind::Array;
   }

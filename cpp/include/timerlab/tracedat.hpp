@@ -106,7 +106,8 @@ struct DatBuffer {
 
 class TraceDat {
  public:
-  // Reads the metadata; throws TraceDatError.
+  // Reads the metadata; throws TraceDatError. `file` is viewed, not copied:
+  // it must outlive the reader.
   TraceDat(std::string_view file, Decompress decompress);
 
   int version() const { return version_; }
