@@ -7,6 +7,7 @@
 // __print_flags / __print_symbolic are evaluated at compile time. Rendering
 // walks the nodes per record; strings are views into the record, the
 // format, or one scratch buffer per conversion.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cinttypes>
@@ -44,6 +45,7 @@ struct Conv {
   std::string spec;    // flags, width, precision
   int bits = 32;
   int arg = -1;
+  int stars[2] = {-1, -1};  // arguments of `*` width / precision, in order
 };
 
 struct Val {
@@ -466,9 +468,12 @@ bool split_format(std::string_view f, PrintFormat& pf, std::string& why) {
     }
     Conv c;
     while (i < f.size() && std::strchr("-+ #0", f[i])) c.spec.push_back(f[i++]);
-    while (i < f.size() && (std::isdigit(static_cast<unsigned char>(f[i])) || f[i] == '.')) c.spec.push_back(f[i++]);
-    if (i < f.size() && f[i] == '*') {
-      why = "'*' width";
+    // Width and precision, digits or `*` (an argument, before the value's).
+    while (i < f.size() && (std::isdigit(static_cast<unsigned char>(f[i])) || f[i] == '.' || f[i] == '*')) {
+      c.spec.push_back(f[i++]);
+    }
+    if (std::count(c.spec.begin(), c.spec.end(), '*') > 2 || c.spec.size() > 16) {
+      why = "conversion spec " + c.spec;
       return false;
     }
     int longs = 0, shorts = 0;
@@ -509,7 +514,7 @@ bool split_format(std::string_view f, PrintFormat& pf, std::string& why) {
 // most of the cost of a record otherwise.
 void put_int(std::string& out, const std::string& spec, char conv, std::uint64_t v, bool as_signed) {
   char fmt[40];
-  char buf[96];
+  char buf[320];  // a width of at most 256 (`*` is bounded)
   if (spec.size() > 20) return;
   if (conv != 'o' && conv != 'X') {
     std::size_t i = 0;
@@ -744,6 +749,30 @@ Val PrintFormat::eval(int idx, const EventFormat& ev, std::string_view data, con
 
 namespace {
 
+// %s with flags, width and precision: printf's rules, without its buffer.
+void put_str(std::string& out, const std::string& spec, std::string_view s) {
+  bool left = false;
+  std::size_t i = 0;
+  while (i < spec.size() && std::strchr("-+ #0", spec[i])) left |= spec[i++] == '-';
+  long width = 0, prec = -1;
+  if (i < spec.size() && spec[i] == '-') left = true, ++i;  // a negative `*` width
+  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) width = width * 10 + (spec[i++] - '0');
+  if (i < spec.size() && spec[i] == '.') {
+    ++i;
+    prec = 0;
+    if (i < spec.size() && spec[i] == '-') prec = -1;  // a negative `*` precision: none
+    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) {
+      if (prec >= 0) prec = prec * 10 + (spec[i] - '0');
+      ++i;
+    }
+  }
+  if (prec >= 0 && static_cast<std::size_t>(prec) < s.size()) s = s.substr(0, static_cast<std::size_t>(prec));
+  const std::size_t pad = width > static_cast<long>(s.size()) ? static_cast<std::size_t>(width) - s.size() : 0;
+  if (!left) out.append(pad, ' ');
+  out.append(s);
+  if (left) out.append(pad, ' ');
+}
+
 void put_symbol(std::string& out, std::uint64_t addr, char pext, const Symbols* syms) {
   std::uint64_t start = 0;
   const std::string* name = syms ? syms->find(addr, &start) : nullptr;
@@ -761,22 +790,37 @@ void put_symbol(std::string& out, std::uint64_t addr, char pext, const Symbols* 
 }  // namespace
 
 void PrintFormat::render(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out) const {
-  std::string scratch;
+  std::string scratch, starred;
   for (const Conv& c : convs) {
     out.append(c.before);
+    const std::string* spec = &c.spec;
+    if (c.stars[0] >= 0) {
+      // `*`: the argument's value, as int, bounded (a record cannot ask for
+      // megabytes of padding).
+      starred.clear();
+      int k = 0;
+      for (char ch : c.spec) {
+        if (ch != '*') {
+          starred.push_back(ch);
+          continue;
+        }
+        const auto n = static_cast<std::int32_t>(eval(c.stars[k++], ev, data, ctx, scratch).n);
+        if (n < 0 && !starred.empty() && starred.back() == '.') {
+          starred.pop_back();  // a negative precision is none
+          continue;
+        }
+        starred += std::to_string(std::clamp(n, -256, 256));
+      }
+      spec = &starred;
+    }
     const Val v = eval(c.arg, ev, data, ctx, scratch);
     if (c.conv == 's') {
       if (!v.is_str) {
         put_int(out, "", 'u', v.n, false);
-      } else if (c.spec.empty()) {
+      } else if (spec->empty()) {
         out.append(v.s);
       } else {
-        char buf[256];
-        const std::string tmp(v.s);
-        char fmt[40];
-        std::snprintf(fmt, sizeof fmt, "%%%ss", c.spec.size() < 20 ? c.spec.c_str() : "");
-        std::snprintf(buf, sizeof buf, fmt, tmp.c_str());
-        out.append(buf);
+        put_str(out, *spec, v.s);
       }
     } else if (v.is_str) {
       out.append(v.s);  // a string where a number was asked for: print it
@@ -787,7 +831,7 @@ void PrintFormat::render(const EventFormat& ev, std::string_view data, const Pri
     } else if (c.conv == 'c') {
       out.push_back(static_cast<char>(v.n));
     } else {
-      put_int(out, c.spec, c.conv, cut(v.n, c.bits, c.conv == 'd'), c.conv == 'd');
+      put_int(out, *spec, c.conv, cut(v.n, c.bits, c.conv == 'd'), c.conv == 'd');
     }
   }
   out.append(tail);
@@ -825,6 +869,11 @@ std::shared_ptr<const PrintFormat> compile_print_format(std::string_view text, c
   Compiler comp(text.substr(after), ev, *pf);
   if (!comp.start(why)) return nullptr;
   for (Conv& c : pf->convs) {
+    for (int k = 0; k < static_cast<int>(std::count(c.spec.begin(), c.spec.end(), '*')); ++k) {
+      if (!comp.expect(",", why)) return nullptr;
+      c.stars[k] = comp.expr(why);
+      if (c.stars[k] < 0) return nullptr;
+    }
     if (!comp.expect(",", why)) return nullptr;
     c.arg = comp.expr(why);
     if (c.arg < 0) return nullptr;

@@ -89,6 +89,22 @@ TEST(TraceDat, LostEventCountsAddUp) {
   EXPECT_EQ(r.table.ts_ns.size(), 2u);
 }
 
+TEST(TraceDat, StarWidthsAndStringSpecsPrintAsPrintf) {
+  const std::string fmt =
+      "name: t3\nID: 9\nformat:\n"
+      "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+      "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+      "\tfield:char comm[8];\toffset:8;\tsize:8;\tsigned:0;\n"
+      "\tfield:int n;\toffset:16;\tsize:4;\tsigned:1;\n"
+      "print fmt: \"a=%.*s b=%-6s| c=%*d d=%5s|\", REC->n, REC->comm, REC->comm, REC->n, REC->n, REC->comm\n";
+  std::string rec = common_fields(9, 0) + std::string("abcdefg\0", 8);
+  put(rec, 3, 4);
+  put(rec, 0, 4);
+  const Read r = read(v6_file({fmt}, "", "", {Page(0).event(0, rec).build()}));
+  ASSERT_EQ(r.payloads.size(), 1u);
+  EXPECT_EQ(r.payloads[0], "a=abc b=abcdefg| c=  3 d=abcdefg|");
+}
+
 TEST(TraceDat, FlagsSymbolsAndTernariesPrintAsTraceCmd) {
   const std::string fmt =
       "name: t2\nID: 8\nformat:\n"
@@ -99,10 +115,7 @@ TEST(TraceDat, FlagsSymbolsAndTernariesPrintAsTraceCmd) {
       "print fmt: \"fn=%ps at=%pS p=%p st=%s vec=%s cpu=%03d\", REC->fn, REC->fn, REC->fn, "
       "REC->st ? __print_flags(REC->st, \"|\", { 0x1, \"S\" }, { 0x2, \"D\" }) : \"R\", "
       "__print_symbolic(REC->st, { 1, \"ONE\" }), (int)(REC->st - 4)\n";
-  std::string rec;
-  put(rec, 8, 2);
-  put(rec, 0, 2);
-  put(rec, 9, 4);
+  std::string rec = common_fields(8, 9);
   put(rec, 0xffffffff81000010ull, 8);
   put(rec, 6, 4);
   put(rec, 0, 4);

@@ -33,11 +33,17 @@ inline const char* const kTestEventFormat =
     "print fmt: \"value=%lu name=%s delta=%d flags=%s hex=%#x\", REC->value, __get_str(name), REC->delta, "
     "__print_flags(REC->value & 3, \"|\", { 1, \"A\" }, { 2, \"B\" }), (unsigned int)(REC->value >> 1)\n";
 
-inline std::string test_record(std::int32_t pid, std::uint64_t value, const std::string& name, std::int32_t delta) {
+// The 8 bytes every record starts with: common_type, flags, preempt count, pid.
+inline std::string common_fields(std::uint16_t id, std::int32_t pid) {
   std::string r;
-  put(r, kTestEventId, 2);
+  put(r, id, 2);
   put(r, 0, 2);
   put(r, static_cast<std::uint32_t>(pid), 4);
+  return r;
+}
+
+inline std::string test_record(std::int32_t pid, std::uint64_t value, const std::string& name, std::int32_t delta) {
+  std::string r = common_fields(kTestEventId, pid);
   put(r, value, 8);
   put(r, (static_cast<std::uint64_t>(name.size() + 1) << 16) | 24, 4);
   put(r, static_cast<std::uint32_t>(delta), 4);

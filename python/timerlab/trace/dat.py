@@ -11,6 +11,15 @@ here to be decompressed with the ``zstandard`` package or ``zlib``.
 
 The ``line`` column holds the record's 1-based number in time order (the line
 it has in ``trace-cmd report``'s output, less the header line).
+
+One difference from the text, on purpose: trace-cmd (libtraceevent 1.7)
+prints ``flags=D|P|I`` on every timer_start, misreading the print fmt's
+``flags & (M|D|P|I)``; here the print fmt is evaluated as the kernel wrote
+it, so a trace.dat has the timers' real flags (``Trace.features.timer_flags``
+is "traced" where the report text gives "unreliable").
+
+A plain trace.dat is mapped, not read; a compressed one (.dat.xz) is
+decompressed into memory first.
 """
 from __future__ import annotations
 

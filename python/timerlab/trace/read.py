@@ -156,7 +156,10 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer:
         naming ``file:line`` and the problem. False: malformed lines are skipped,
         counted in ``Trace.skipped_lines``, and a warning is issued. A
         compressed file cut short counts its partial last line and the lost
-        rest as skipped; corrupt compressed data is an error either way.
+        rest as skipped; corrupt compressed data is an error either way. A
+        trace.dat: a record whose payload its event's columns refuse is skipped
+        (``record N`` in the examples); damage to the file's structure is an
+        error either way.
     kernel : str, keyword-only
         The release that recorded the trace ("6.1", "5.15.0", ...), when the
         file name does not say it; None (default): the file name or the
