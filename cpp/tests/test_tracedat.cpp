@@ -125,6 +125,28 @@ TEST(TraceDat, FlagsSymbolsAndTernariesPrintAsTraceCmd) {
   EXPECT_EQ(r.payloads[0], "fn=first at=first+0x10 p=0xffffffff81000010 st=D|0x4 vec=0x6 cpu=002");
 }
 
+TEST(TraceDat, V7BuffersAreSelectedByName) {
+  const std::string rec = test_record(42, 1, "top", 0);
+  const std::string inst = test_record(42, 2, "inst", 0);
+  const std::string file =
+      v7_file({kTestEventFormat}, "", "42 worker\n",
+              {{"", {Page(10).event(0, rec).build(), Page(11).event(0, rec).build()}},
+               {"inst", {Page(20).event(0, inst).event(1, inst).build()}}});
+  TraceDat dat(file, nullptr);
+  EXPECT_EQ(dat.version(), 7);
+  ASSERT_EQ(dat.buffers().size(), 2u);
+  EXPECT_EQ(dat.buffers()[1].name, "inst");
+  FtraceParser top, other;
+  EXPECT_EQ(dat.read("", top), 2);
+  EXPECT_EQ(dat.read("inst", other), 2);
+  const FtraceTable a = top.take(), b = other.take();
+  EXPECT_EQ(a.ts_ns, (std::vector<std::int64_t>{10, 11}));
+  EXPECT_EQ(a.cpu, (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(b.ts_ns, (std::vector<std::int64_t>{20, 21}));
+  EXPECT_NE(b.payload_blob.find("name=inst"), std::string::npos) << b.payload_blob;
+  EXPECT_THROW(dat.read("nope", top), std::invalid_argument);
+}
+
 // "section: message" of the error reading `file` gives, or "" if none.
 std::string error_of(const std::string& file) {
   try {

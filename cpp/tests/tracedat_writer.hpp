@@ -159,4 +159,95 @@ inline std::string v6_file(const std::vector<std::string>& formats, const std::s
   return f;
 }
 
+// A v7 file, sections uncompressed ("none"): the formats, kallsyms and
+// cmdlines as in v6_file, and one flyrecord buffer per entry of `buffers`
+// (instance name, per-CPU data), all described by one options section.
+struct V7Buffer {
+  std::string name;
+  std::vector<std::string> cpu_data;
+};
+
+inline std::string v7_file(const std::vector<std::string>& formats, const std::string& kallsyms,
+                           const std::string& cmdlines, const std::vector<V7Buffer>& buffers) {
+  std::string f("\x17\x08\x44tracing7", 11);
+  f.push_back('\0');
+  f.push_back('\0');  // little endian
+  f.push_back(8);
+  put(f, 4096, 4);
+  f.append("none\0\0", 6);
+  const std::size_t options_at_field = f.size();
+  put(f, 0, 8);  // patched below
+  auto section = [&](std::uint16_t id, const std::string& body) {
+    const std::uint64_t at = f.size();
+    put(f, id, 2);
+    put(f, 0, 2);
+    put(f, 0, 4);
+    put(f, body.size(), 8);
+    f += body;
+    return at;
+  };
+  std::string body("header_page\0", 12);
+  put(body, std::string(kHeaderPage).size(), 8);
+  body += kHeaderPage;
+  body.append("header_event\0", 13);
+  put(body, 0, 8);
+  const std::uint64_t header_info = section(16, body);
+  body.clear();
+  put(body, 0, 4);
+  const std::uint64_t ftrace = section(17, body);
+  body.clear();
+  put(body, 1, 4);
+  body.append("test\0", 5);
+  put(body, formats.size(), 4);
+  for (const std::string& fmt : formats) {
+    put(body, fmt.size(), 8);
+    body += fmt;
+  }
+  const std::uint64_t events = section(18, body);
+  body.clear();
+  put(body, kallsyms.size(), 4);
+  body += kallsyms;
+  const std::uint64_t syms = section(19, body);
+  body.clear();
+  put(body, cmdlines.size(), 8);
+  body += cmdlines;
+  const std::uint64_t comms = section(21, body);
+  std::string options;
+  auto option = [&](std::uint16_t id, const std::string& data) {
+    put(options, id, 2);
+    put(options, data.size(), 4);
+    options += data;
+  };
+  auto offset = [](std::uint64_t v) {
+    std::string d;
+    put(d, v, 8);
+    return d;
+  };
+  option(16, offset(header_info));
+  option(17, offset(ftrace));
+  option(18, offset(events));
+  option(19, offset(syms));
+  option(21, offset(comms));
+  for (const V7Buffer& b : buffers) {
+    std::string data;
+    for (const std::string& d : b.cpu_data) data += d;
+    const std::uint64_t at = section(3, data);
+    std::uint64_t cpu_at = at + 16;
+    std::string opt = offset(at) + b.name + std::string(1, '\0') + "local" + std::string(1, '\0');
+    put(opt, 4096, 4);
+    put(opt, b.cpu_data.size(), 4);
+    for (std::size_t i = 0; i < b.cpu_data.size(); ++i) {
+      put(opt, i, 4);
+      put(opt, cpu_at, 8);
+      put(opt, b.cpu_data[i].size(), 8);
+      cpu_at += b.cpu_data[i].size();
+    }
+    option(3, opt);
+  }
+  option(0, offset(0));  // DONE: no further options section
+  const std::uint64_t options_at = section(0, options);
+  for (int i = 0; i < 8; ++i) f[options_at_field + static_cast<std::size_t>(i)] = static_cast<char>((options_at >> (8 * i)) & 0xff);
+  return f;
+}
+
 }  // namespace timerlab::testing
