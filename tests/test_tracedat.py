@@ -183,6 +183,12 @@ def test_fuzz_small_trace_dat_cut_or_flipped(data, tmp_path):
     targets.trace_dat(data, tmp_path)
 
 
+def test_found_by_fuzzing_a_buffer_name_that_is_not_utf8(tmp_path):
+    """A flip in a BUFFER option's name: the name is bytes, not text (it was
+    a UnicodeDecodeError)."""
+    targets.trace_dat(b"\x01\x00\x00\x00\x00\x00\x00\x00K\xdfp\xa7\x07\x00\x00\x00", tmp_path)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cut=st.integers(min_value=10, max_value=815_300))
 def test_fuzz_truncated_anywhere_is_an_error(tmp_path, cut):

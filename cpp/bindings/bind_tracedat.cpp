@@ -12,6 +12,14 @@ namespace timerlab::bindings {
 
 namespace {
 
+// Names from the file (buffers, clocks, options) are bytes: surrogateescape
+// keeps any of them; messages quote damaged bytes: backslashreplace.
+py::str text(std::string_view s, const char* errors = "surrogateescape") {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()), errors);
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
 // Holds the buffer the TraceDat views for as long as the TraceDat lives.
 struct PyTraceDat {
   py::buffer_info info;
@@ -29,8 +37,8 @@ void register_tracedat(py::module_& m) {
     } catch (const TraceDatError& e) {
       // The instance carries the section and the offset for the message
       // Python builds (it adds the file name).
-      py::object exc = py::reinterpret_borrow<py::object>(error.ptr())(py::str(e.what()));
-      exc.attr("section") = e.section();
+      py::object exc = py::reinterpret_borrow<py::object>(error.ptr())(text(e.what(), "backslashreplace"));
+      exc.attr("section") = text(e.section(), "backslashreplace");
       exc.attr("offset") = e.offset();
       PyErr_SetObject(error.ptr(), exc.ptr());
     }
@@ -70,14 +78,19 @@ void register_tracedat(py::module_& m) {
       .def_property_readonly("big_endian", [](const PyTraceDat& t) { return t.dat->big_endian(); })
       .def_property_readonly("long_size", [](const PyTraceDat& t) { return t.dat->long_size(); })
       .def_property_readonly("page_size", [](const PyTraceDat& t) { return t.dat->page_size(); })
-      .def_property_readonly("compression", [](const PyTraceDat& t) { return t.dat->compression(); })
+      .def_property_readonly("compression", [](const PyTraceDat& t) { return text(t.dat->compression()); })
       .def_property_readonly("nr_cpus", [](const PyTraceDat& t) { return t.dat->nr_cpus(); })
-      .def_property_readonly("options", [](const PyTraceDat& t) { return t.dat->options(); })
+      .def_property_readonly("options",
+                             [](const PyTraceDat& t) {
+                               py::dict out;
+                               for (const auto& [k, v] : t.dat->options()) out[text(k)] = text(v);
+                               return out;
+                             })
       .def_property_readonly("buffers",
                              [](const PyTraceDat& t) {
                                py::list out;
                                for (const DatBuffer& b : t.dat->buffers()) {
-                                 out.append(py::make_tuple(b.name, b.clock, b.cpus.size()));
+                                 out.append(py::make_tuple(text(b.name), text(b.clock), b.cpus.size()));
                                }
                                return out;
                              })
@@ -85,15 +98,18 @@ void register_tracedat(py::module_& m) {
                              [](PyTraceDat& t) {
                                py::dict out;
                                for (const EventFormat& e : t.dat->events()) {
-                                 out[py::str(e.system + ":" + e.name)] = e.print ? py::str("") : py::str(e.print_error);
+                                 out[text(e.system + ":" + e.name)] = text(e.print ? "" : e.print_error);
                                }
                                return out;
                              })
       .def(
           "read",
-          [](PyTraceDat& t, const std::string& buffer, FtraceParser& parser) {
+          [](PyTraceDat& t, const py::str& buffer, FtraceParser& parser) {
+            PyObject* b = PyUnicode_AsEncodedString(buffer.ptr(), "utf-8", "surrogateescape");
+            if (!b) throw py::error_already_set();
+            const std::string name = py::reinterpret_steal<py::bytes>(b);
             py::gil_scoped_release nogil;
-            return t.dat->read(buffer, parser);
+            return t.dat->read(name, parser);
           },
           py::arg("buffer"), py::arg("parser"),
           "decode the records of a buffer (\"\" the top one) into an FtraceParser (releases the GIL)");
