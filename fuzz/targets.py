@@ -270,8 +270,13 @@ def trace_dat(data: bytes, workdir: Path) -> str:
     if cut:
         blob = blob[:10 + r.int(len(blob) - 10)]
     else:
+        # Most of the file is the formats of events it never records (read
+        # only if used): aim a third of the flips at the pages (the last 4
+        # pages) and a third at the file header and header_page.
+        region = r.int(3)
+        lo, hi = ((0, len(blob)), (len(blob) - 4 * 4096, len(blob)), (0, 400))[region]
         for _ in range(1 + r.int(4)):
-            blob[r.int(len(blob))] ^= 1 << r.int(8)
+            blob[lo + r.int(hi - lo)] ^= 1 << r.int(8)
     path = workdir / "damaged.dat"
     path.write_bytes(bytes(blob))
     try:

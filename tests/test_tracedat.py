@@ -183,10 +183,14 @@ def test_fuzz_small_trace_dat_cut_or_flipped(data, tmp_path):
     targets.trace_dat(data, tmp_path)
 
 
-def test_found_by_fuzzing_a_buffer_name_that_is_not_utf8(tmp_path):
-    """A flip in a BUFFER option's name: the name is bytes, not text (it was
-    a UnicodeDecodeError)."""
-    targets.trace_dat(b"\x01\x00\x00\x00\x00\x00\x00\x00K\xdfp\xa7\x07\x00\x00\x00", tmp_path)
+def test_found_by_fuzzing_a_clock_name_that_is_not_utf8(tmp_path):
+    """A flipped bit in the TRACECLOCK option: names from the file are bytes,
+    not text (it was a UnicodeDecodeError, not a trace or an error)."""
+    data = bytearray(_small())
+    at = data.index(b"[local]")
+    data[at + 1] = 0xf4
+    _path, trace = read_damaged(tmp_path, bytes(data))
+    assert len(trace.events) > 100
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
