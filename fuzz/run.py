@@ -8,7 +8,8 @@ Targets: configs (valid configs from tests/strategies.any_options: they run),
 invalid (one option made invalid: Config refuses it, naming it), lines
 (mutated real trace lines: a row, a counted skip or an error, never a silent
 loss), compressed (truncated or corrupted .gz/.bz2/.xz), files (damaged
-config files), replay (damaged real traces replayed). Inputs are seeded
+config files), replay (damaged real traces replayed), dat (a small trace.dat
+cut or with bits flipped: an error naming section and offset). Inputs are seeded
 random bytes (--seed), or hypothesis' draws for the config targets; each
 input runs under an alarm (a hang) and the process under an address-space
 limit (memory). Prints one line of counts per target and exits 1 on a
@@ -33,7 +34,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 import targets  # noqa: E402
 
 COUNTS = {"configs": 10_000, "invalid": 10_000, "lines": 130_000, "compressed": 10_000, "files": 10_000,
-          "replay": 300}
+          "replay": 300, "dat": 20_000}
 HANG_S = 120  # an input that takes longer is a hang
 
 
@@ -46,7 +47,8 @@ def _alarm(signum, frame):
 
 
 BYTE_TARGETS = {"lines": (targets.trace_lines, False), "compressed": (targets.compressed_file, True),
-                "files": (targets.config_file, True), "replay": (targets.replay, True)}  # (target, needs a workdir)
+                "files": (targets.config_file, True), "replay": (targets.replay, True),
+                "dat": (targets.trace_dat, True)}  # (target, needs a workdir)
 
 
 def _call(name: str, data: bytes, workdir: Path):

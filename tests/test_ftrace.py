@@ -292,10 +292,12 @@ def test_missing_file(tmp_path):
         tl.read_ftrace(path)
 
 
-def test_trace_dat_is_refused(tmp_path):
+def test_a_broken_trace_dat_names_section_and_offset(tmp_path):
+    """A file with trace.dat's magic is read as one (tests/test_tracedat.py);
+    this one is all zeros after its header."""
     path = tmp_path / "trace.dat"
     path.write_bytes(b"\x17\x08\x44tracing6\x00" + bytes(100))
-    with pytest.raises(tl.TraceFormatError, match="trace-cmd report"):
+    with pytest.raises(tl.TraceFormatError, match=r"trace.dat: file header at byte 14: long size 0"):
         tl.read_ftrace(path)
 
 

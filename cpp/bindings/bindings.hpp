@@ -16,6 +16,7 @@ void register_wheel(py::module_& m);
 void register_ftrace(py::module_& m);
 void register_tmigr(py::module_& m);
 void register_engine(py::module_& m);
+void register_tracedat(py::module_& m);
 
 // A NumPy array that takes ownership of `v`'s buffer without copying: the
 // array's base is a capsule that deletes the vector.

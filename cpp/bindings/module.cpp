@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
   timerlab::bindings::register_ftrace(m);
   timerlab::bindings::register_tmigr(m);
   timerlab::bindings::register_engine(m);
+  timerlab::bindings::register_tracedat(m);
 }

@@ -665,6 +665,31 @@ void FtraceParser::process_line(std::string_view line) {
     if (!header_line(line)) malformed(std::move(why));
     return;
   }
+  add_framed(f);
+}
+
+void FtraceParser::add_record(std::int64_t record, std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid,
+                              std::string_view task, std::string_view event, std::string_view payload) {
+  if (failed_) return;
+  line_no_ = record;
+  Framed f;
+  f.ts_ns = ts_ns;
+  f.cpu = cpu;
+  f.pid = pid;
+  f.task = task;
+  f.event = event;
+  f.payload = payload;
+  add_framed(f);
+}
+
+void FtraceParser::set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events) {
+  header_nr_cpus_ = nr_cpus;
+  trace_cmd_header_ = true;
+  lost_events_ += lost_events;
+}
+
+void FtraceParser::add_framed(const Framed& f) {
+  std::string why;
   if (header_nr_cpus_ >= 0 && f.cpu >= header_nr_cpus_) {
     malformed("CPU " + std::to_string(f.cpu) + " is beyond the header's CPU count (" +
               (trace_cmd_header_ ? "cpus=" : "#P:") + std::to_string(header_nr_cpus_) + ")");

@@ -260,6 +260,16 @@ class FtraceParser {
   // Move the columns out (after finish()); the parser is left empty.
   FtraceTable take();
 
+  // A record of a binary trace (trace.dat, tracedat.hpp), framed by its
+  // reader: the payload, printed as trace-cmd report prints it, is parsed as
+  // a text line's would be, so both forms give the same columns. `record`
+  // (1-based) stands in for the line number.
+  void add_record(std::int64_t record, std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid,
+                  std::string_view task, std::string_view event, std::string_view payload);
+  // What a binary trace's header says: the CPU count (as `cpus=` would) and
+  // events the ring buffer lost (as `[LOST n EVENTS]` lines would).
+  void set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events);
+
  private:
   struct Framed {
     std::string_view task;
@@ -291,6 +301,7 @@ class FtraceParser {
   using Staging = Staged[kMaxFieldsPerEvent];
 
   void process_line(std::string_view line);
+  void add_framed(const Framed& f);
   bool frame(std::string_view line, Framed& f, std::string& why) const;
   bool header_line(std::string_view line);
   bool parse_payload(const EventSpec& spec, std::string_view payload, Staging& st, bool& extra,

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _core
+from .dat import DatError, is_trace_dat, read_dat
 from .features import Features, detect
 from .source import CHUNK_BYTES as _CHUNK_BYTES, CorruptData, NotAFile, TruncatedData, open_text
 
@@ -138,25 +139,34 @@ class Trace:
                 f"{self.nr_cpus} CPUs, {span}{skipped})")
 
 
-def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trace:
-    """Read an ftrace text trace into a :class:`Trace`.
+def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer: str = "") -> Trace:
+    """Read an ftrace text trace, or trace-cmd's binary trace.dat, into a :class:`Trace`.
 
     Parameters
     ----------
     path : str or os.PathLike
         tracefs ``trace`` / ``trace_pipe`` text or ``trace-cmd report`` output
-        (µs or ns timestamps, with or without its sched plugin's formats);
-        plain, .xz, .gz or .bz2 (recognised by content, not by name).
+        (µs or ns timestamps, with or without its sched plugin's formats), or
+        a trace-cmd trace.dat (file format 6 or 7, zstd/zlib sections);
+        plain, .xz, .gz or .bz2 (recognised by content, not by name). A
+        trace.dat gives the rows and columns its ``trace-cmd report`` text
+        gives (:mod:`timerlab.trace.dat`).
     strict : bool, keyword-only
         True (default): the first malformed line raises :class:`TraceFormatError`
         naming ``file:line`` and the problem. False: malformed lines are skipped,
         counted in ``Trace.skipped_lines``, and a warning is issued. A
         compressed file cut short counts its partial last line and the lost
-        rest as skipped; corrupt compressed data is an error either way.
+        rest as skipped; corrupt compressed data is an error either way. A
+        trace.dat: a record whose payload its event's columns refuse is skipped
+        (``record N`` in the examples); damage to the file's structure is an
+        error either way.
     kernel : str, keyword-only
         The release that recorded the trace ("6.1", "5.15.0", ...), when the
         file name does not say it; None (default): the file name or the
         trace's features tell (:func:`timerlab.trace.features.release_of`).
+    buffer : str, keyword-only
+        trace.dat only: the buffer (ftrace instance) to read, "" (default)
+        the top one; :func:`timerlab.trace.dat.buffers` lists them.
 
     Raises
     ------
@@ -167,14 +177,21 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trac
         without its newline (a cut file), an over-long line, CR-only line
         endings, a CPU beyond the header's count; corrupt compressed data, or
         truncated data (strict); a FIFO, a device or ``trace_pipe`` (they
-        need not end).
+        need not end); a truncated or corrupt trace.dat (naming the section
+        and the byte offset).
     """
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False, not {strict!r}")
+    if not isinstance(buffer, str):
+        raise TypeError(f"buffer must be a str (an instance name, \"\" for the top one), not {buffer!r}")
     if kernel is not None:
         from ..kernel import parse_kernel
         parse_kernel(kernel)
     name = os.fspath(path)
+    if os.path.isfile(name) and is_trace_dat(name):
+        return _read_dat(name, strict=strict, kernel=kernel, buffer=buffer)
+    if buffer:
+        raise ValueError(f"buffer={buffer!r}: {name} is not a trace.dat (text traces have one buffer)")
     parser = _core.FtraceParser(strict=strict)
     cut = None
     try:
@@ -202,6 +219,20 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trac
     return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples,
                  parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
                  kernel=kernel)
+
+
+def _read_dat(name: str, *, strict: bool, kernel, buffer: str) -> Trace:
+    try:
+        parser, _dat = read_dat(name, buffer=buffer, strict=strict)
+    except DatError as e:
+        raise TraceFormatError(f"{name}: {e}") from e
+    if parser.error_line:
+        raise TraceFormatError(f"{name}: record {parser.error_line}: {parser.error_reason}")
+    skipped, examples = parser.skipped_lines, [e.replace("line ", "record ", 1) for e in parser.skipped_examples]
+    if skipped:
+        warnings.warn(f"{name}: skipped {skipped} records, e.g. {examples[0]}", stacklevel=3)
+    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples, parser.lost_events,
+                 source="trace-cmd report", kernel=kernel)
 
 
 def _open(name: str):

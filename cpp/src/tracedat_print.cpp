@@ -1,0 +1,541 @@
+// tracedat_print.cpp — evaluating a compiled print fmt per record, and
+// trace-cmd's plugin formats (see tracedat_format.hpp for the conventions
+// reproduced, tracedat_print.hpp for the compiled form).
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "tracedat_print.hpp"
+
+namespace timerlab {
+
+using namespace detail;
+
+namespace {
+
+
+// printf of one integer with the format's flags and width. The common
+// cases (no flags, or a zero/space-padded width) avoid snprintf, which is
+// most of the cost of a record otherwise.
+void put_int(std::string& out, const std::string& spec, char conv, std::uint64_t v, bool as_signed) {
+  char fmt[40];
+  char buf[320];  // a width of at most 256 (`*` is bounded)
+  if (spec.size() > 20) return;
+  if (conv != 'o' && conv != 'X') {
+    std::size_t i = 0;
+    const bool zero = !spec.empty() && spec[0] == '0';
+    if (zero) ++i;
+    unsigned width = 0;
+    while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9' && width < 64) width = width * 10 + static_cast<unsigned>(spec[i++] - '0');
+    if (i == spec.size()) {
+      char* const b = buf;
+      std::to_chars_result r{};
+      bool neg = false;
+      if (as_signed) {
+        const auto sv = static_cast<std::int64_t>(v);
+        neg = sv < 0;
+        r = std::to_chars(b, b + sizeof buf, neg ? 0 - v : v, 10);
+      } else {
+        r = std::to_chars(b, b + sizeof buf, v, conv == 'x' ? 16 : 10);
+      }
+      const auto len = static_cast<unsigned>(r.ptr - b) + (neg ? 1u : 0u);
+      if (!zero && neg) out.push_back('-');
+      if (width > len) out.append(width - len, zero ? '0' : ' ');
+      if (zero && neg) out.insert(out.size() - (width > len ? width - len : 0), 1, '-');
+      out.append(b, r.ptr);
+      return;
+    }
+  }
+  if (as_signed) {
+    std::snprintf(fmt, sizeof fmt, "%%%slld", spec.c_str());
+    std::snprintf(buf, sizeof buf, fmt, static_cast<long long>(v));
+  } else {
+    std::snprintf(fmt, sizeof fmt, "%%%sll%c", spec.c_str(), conv);
+    std::snprintf(buf, sizeof buf, fmt, static_cast<unsigned long long>(v));
+  }
+  out.append(buf);
+}
+
+void put_hex(std::string& out, std::uint64_t v, const char* fmt = "0x%" PRIx64) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  out.append(buf);
+}
+
+// "0x" and the hex digits, without snprintf.
+void put_0x(std::string& out, std::uint64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  out.append("0x");
+  out.append(buf, r.ptr);
+}
+
+void put_u(std::string& out, std::uint64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, 10);
+  out.append(buf, r.ptr);
+}
+
+std::uint64_t cut(std::uint64_t v, int bits, bool sign) {
+  if (bits >= 64) return v;
+  if (bits == 0) return v != 0;
+  const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
+  v &= mask;
+  if (sign && (v >> (bits - 1)) & 1) v |= ~mask;
+  return v;
+}
+
+std::string_view c_string(std::string_view s) {
+  const std::size_t z = s.find('\0');
+  return z == std::string_view::npos ? s : s.substr(0, z);
+}
+
+// The bytes of a char array or a dynamic field; false if outside the record.
+bool field_bytes(const EventField& f, std::string_view data, const RecordLayout& layout, std::string_view& bytes) {
+  if (f.kind == EventField::Kind::CharArray) {
+    if (f.offset > data.size() || f.size > data.size() - f.offset) return false;
+    bytes = data.substr(f.offset, f.size);
+    return true;
+  }
+  std::uint64_t loc = 0;
+  if (!read_field(f, data, layout, loc)) return false;
+  std::uint64_t off = loc & 0xffff;
+  const std::uint64_t len = (loc >> 16) & 0xffff;
+  if (f.kind == EventField::Kind::RelLoc) off += f.offset + f.size;
+  if (off > data.size() || len > data.size() - off) return false;
+  bytes = data.substr(off, len);
+  return true;
+}
+
+
+}  // namespace
+
+Val PrintFormat::eval(int idx, const EventFormat& ev, std::string_view data, const PrintContext& ctx,
+                      std::string& scratch) const {
+  const Node& n = nodes[static_cast<std::size_t>(idx)];
+  Val v;
+  switch (n.op) {
+    case Op::Num:
+      v.n = n.num;
+      return v;
+    case Op::Str:
+      v.is_str = true;
+      v.s = n.str;
+      return v;
+    case Op::Field:
+    case Op::GetStr: {
+      const EventField& f = ev.fields[static_cast<std::size_t>(n.op == Op::Field ? n.field : nodes[static_cast<std::size_t>(n.a)].field)];
+      if (f.kind == EventField::Kind::Number) {
+        read_field(f, data, ctx.layout, v.n);  // bounds checked by the caller
+        v.sign = f.is_signed;
+      } else {
+        v.is_str = true;
+        std::string_view b;
+        if (field_bytes(f, data, ctx.layout, b)) v.s = c_string(b);
+      }
+      return v;
+    }
+    case Op::Bitmask: {
+      const EventField& f = ev.fields[static_cast<std::size_t>(nodes[static_cast<std::size_t>(n.a)].field)];
+      std::string_view b;
+      scratch.clear();
+      if (field_bytes(f, data, ctx.layout, b)) {
+        // 32-bit words, most significant first, comma separated.
+        for (std::size_t w = (b.size() + 3) / 4; w-- > 0;) {
+          std::uint32_t word = 0;
+          for (std::size_t k = 0; k < 4 && w * 4 + k < b.size(); ++k) {
+            word |= static_cast<std::uint32_t>(static_cast<unsigned char>(b[w * 4 + k])) << (8 * k);
+          }
+          char buf[16];
+          std::snprintf(buf, sizeof buf, "%08x", word);
+          if (!scratch.empty()) scratch.push_back(',');
+          scratch.append(buf);
+        }
+      }
+      v.is_str = true;
+      v.s = scratch;
+      return v;
+    }
+    case Op::Neg:
+    case Op::Not:
+    case Op::BitNot: {
+      const Val a = eval(n.a, ev, data, ctx, scratch);
+      v.n = n.op == Op::Neg ? 0 - a.n : n.op == Op::Not ? (a.is_str ? a.s.empty() : a.n == 0) : ~a.n;
+      v.sign = n.op == Op::Not ? true : a.sign;
+      return v;
+    }
+    case Op::Cast: {
+      const Val a = eval(n.a, ev, data, ctx, scratch);
+      if (a.is_str) return a;
+      v.n = cut(a.n, n.bits, n.sign);
+      v.sign = n.sign;
+      return v;
+    }
+    case Op::Cond: {
+      const Val c = eval(n.a, ev, data, ctx, scratch);
+      const bool t = c.is_str ? !c.s.empty() : c.n != 0;
+      return eval(t ? n.b : n.c, ev, data, ctx, scratch);
+    }
+    case Op::Flags:
+    case Op::Symbolic: {
+      std::uint64_t x = eval(n.a, ev, data, ctx, scratch).n;
+      scratch.clear();
+      v.is_str = true;
+      if (n.op == Op::Symbolic) {
+        for (const auto& [value, s] : n.table) {
+          if (value == x) {
+            v.s = s;
+            return v;
+          }
+        }
+        put_hex(scratch, x);
+      } else {
+        bool any = false;
+        for (const auto& [value, s] : n.table) {
+          if (value == 0 && x == 0) {
+            scratch = s;
+            any = true;
+            break;
+          }
+          if (value != 0 && (x & value) == value) {
+            if (any) scratch.append(n.str);
+            scratch.append(s);
+            any = true;
+            x &= ~value;
+          }
+        }
+        if (x != 0) {
+          if (any) scratch.append(n.str);
+          put_hex(scratch, x);
+        }
+      }
+      v.s = scratch;
+      return v;
+    }
+    default:
+      break;
+  }
+  const Val a = eval(n.a, ev, data, ctx, scratch);
+  if (n.op == Op::LAnd || n.op == Op::LOr) {
+    const bool at = a.is_str ? !a.s.empty() : a.n != 0;
+    if (n.op == Op::LAnd && !at) return v;
+    if (n.op == Op::LOr && at) {
+      v.n = 1;
+      return v;
+    }
+    const Val b = eval(n.b, ev, data, ctx, scratch);
+    v.n = b.is_str ? !b.s.empty() : b.n != 0;
+    return v;
+  }
+  const Val b = eval(n.b, ev, data, ctx, scratch);
+  const bool s = a.sign && b.sign;
+  const auto sa = static_cast<std::int64_t>(a.n), sb = static_cast<std::int64_t>(b.n);
+  v.sign = s;
+  switch (n.op) {
+    case Op::Mul: v.n = a.n * b.n; break;
+    case Op::Div: v.n = b.n == 0 ? 0 : s && !(sa == INT64_MIN && sb == -1) ? static_cast<std::uint64_t>(sa / sb) : a.n / b.n; break;
+    case Op::Mod: v.n = b.n == 0 ? 0 : s && !(sa == INT64_MIN && sb == -1) ? static_cast<std::uint64_t>(sa % sb) : a.n % b.n; break;
+    case Op::Add: v.n = a.n + b.n; break;
+    case Op::Sub: v.n = a.n - b.n; break;
+    case Op::Shl: v.n = b.n < 64 ? a.n << b.n : 0; v.sign = a.sign; break;
+    case Op::Shr: v.n = b.n < 64 ? (a.sign ? static_cast<std::uint64_t>(sa >> b.n) : a.n >> b.n) : 0; v.sign = a.sign; break;
+    case Op::Lt: v.n = s ? sa < sb : a.n < b.n; v.sign = true; break;
+    case Op::Gt: v.n = s ? sa > sb : a.n > b.n; v.sign = true; break;
+    case Op::Le: v.n = s ? sa <= sb : a.n <= b.n; v.sign = true; break;
+    case Op::Ge: v.n = s ? sa >= sb : a.n >= b.n; v.sign = true; break;
+    case Op::Eq: v.n = a.n == b.n; v.sign = true; break;
+    case Op::Ne: v.n = a.n != b.n; v.sign = true; break;
+    case Op::And: v.n = a.n & b.n; break;
+    case Op::Xor: v.n = a.n ^ b.n; break;
+    case Op::Or: v.n = a.n | b.n; break;
+    default: break;
+  }
+  return v;
+}
+
+namespace {
+
+// %s with flags, width and precision: printf's rules, without its buffer.
+void put_str(std::string& out, const std::string& spec, std::string_view s) {
+  bool left = false;
+  std::size_t i = 0;
+  while (i < spec.size() && std::strchr("-+ #0", spec[i])) left |= spec[i++] == '-';
+  long width = 0, prec = -1;
+  if (i < spec.size() && spec[i] == '-') left = true, ++i;  // a negative `*` width
+  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) width = width * 10 + (spec[i++] - '0');
+  if (i < spec.size() && spec[i] == '.') {
+    ++i;
+    prec = 0;
+    if (i < spec.size() && spec[i] == '-') prec = -1;  // a negative `*` precision: none
+    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) {
+      if (prec >= 0) prec = prec * 10 + (spec[i] - '0');
+      ++i;
+    }
+  }
+  if (prec >= 0 && static_cast<std::size_t>(prec) < s.size()) s = s.substr(0, static_cast<std::size_t>(prec));
+  const std::size_t pad = width > static_cast<long>(s.size()) ? static_cast<std::size_t>(width) - s.size() : 0;
+  if (!left) out.append(pad, ' ');
+  out.append(s);
+  if (left) out.append(pad, ' ');
+}
+
+void put_symbol(std::string& out, std::uint64_t addr, char pext, const Symbols* syms) {
+  std::uint64_t start = 0;
+  const std::string* name = syms ? syms->find(addr, &start) : nullptr;
+  if (!name) {
+    put_hex(out, addr);
+    return;
+  }
+  out.append(*name);
+  if (pext == 'S' || pext == 'F' || pext == 'B') {
+    out.push_back('+');
+    put_0x(out, addr - start);
+  }
+}
+
+}  // namespace
+
+void PrintFormat::render(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out) const {
+  std::string scratch, starred;
+  for (const Conv& c : convs) {
+    out.append(c.before);
+    const std::string* spec = &c.spec;
+    if (c.stars[0] >= 0) {
+      // `*`: the argument's value, as int, bounded (a record cannot ask for
+      // megabytes of padding).
+      starred.clear();
+      int k = 0;
+      for (char ch : c.spec) {
+        if (ch != '*') {
+          starred.push_back(ch);
+          continue;
+        }
+        const auto n = static_cast<std::int32_t>(eval(c.stars[k++], ev, data, ctx, scratch).n);
+        if (n < 0 && !starred.empty() && starred.back() == '.') {
+          starred.pop_back();  // a negative precision is none
+          continue;
+        }
+        starred += std::to_string(std::clamp(n, -256, 256));
+      }
+      spec = &starred;
+    }
+    const Val v = eval(c.arg, ev, data, ctx, scratch);
+    if (c.conv == 's') {
+      if (!v.is_str) {
+        put_int(out, "", 'u', v.n, false);
+      } else if (spec->empty()) {
+        out.append(v.s);
+      } else {
+        put_str(out, *spec, v.s);
+      }
+    } else if (v.is_str) {
+      out.append(v.s);  // a string where a number was asked for: print it
+    } else if (c.conv == 'p') {
+      if (c.pext) put_symbol(out, v.n, c.pext, ctx.symbols);
+      else if (v.n == 0) out.append("(nil)");
+      else put_0x(out, v.n);
+    } else if (c.conv == 'c') {
+      out.push_back(static_cast<char>(v.n));
+    } else {
+      put_int(out, *spec, c.conv, cut(v.n, c.bits, c.conv == 'd'), c.conv == 'd');
+    }
+  }
+  out.append(tail);
+}
+
+// ---------------------------------------------------------------------------
+// Printing a record.
+
+namespace {
+
+// Field k of the plugin's list (plugin_field_names).
+const EventField* plugin_field(const EventFormat& ev, int k) {
+  const int i = ev.plugin_fields[static_cast<std::size_t>(k)];
+  return i < 0 ? nullptr : &ev.fields[static_cast<std::size_t>(i)];
+}
+
+bool number(const EventFormat& ev, int k, std::string_view data, const RecordLayout& l, std::uint64_t& v) {
+  const EventField* f = plugin_field(ev, k);
+  return f && f->kind == EventField::Kind::Number && read_field(*f, data, l, v);
+}
+
+bool text(const EventFormat& ev, int k, std::string_view data, const RecordLayout& l, std::string_view& s) {
+  const EventField* f = plugin_field(ev, k);
+  if (!f || f->kind == EventField::Kind::Number || f->kind == EventField::Kind::Array) return false;
+  if (!field_bytes(*f, data, l, s)) return false;
+  s = c_string(s);
+  return true;
+}
+
+void put_dec(std::string& out, std::int64_t v) { put_int(out, "", 'd', static_cast<std::uint64_t>(v), true); }
+
+// trace-cmd's hrtimer plugin: sym/0x<start - addr>, or 0x%08llx.
+void put_plugin_function(std::string& out, std::uint64_t addr, const Symbols* syms) {
+  std::uint64_t start = 0;
+  const std::string* name = syms ? syms->find(addr, &start) : nullptr;
+  if (!name) {
+    put_hex(out, addr, "0x%08" PRIx64);
+    return;
+  }
+  out.append(*name);
+  out.push_back('/');
+  put_0x(out, start - addr);
+}
+
+// The sched plugin's task state: letters of the low 8 bits, or R.
+void put_state(std::string& out, std::uint64_t state) {
+  static constexpr char letters[] = "SDTtZXxW";
+  bool any = false;
+  for (int i = 0; i < 8; ++i) {
+    if (!(state & (std::uint64_t{1} << i))) continue;
+    if (any) out.push_back('|');
+    out.push_back(letters[i]);
+    any = true;
+  }
+  if (!any) out.push_back('R');
+}
+
+}  // namespace
+
+std::vector<std::string_view> plugin_field_names(Plugin p) {
+  switch (p) {
+    case Plugin::SchedSwitch:
+      return {"prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio"};
+    case Plugin::SchedWakeup:
+      return {"comm", "pid", "prio", "success", "target_cpu"};
+    case Plugin::HrtimerStart:
+      return {"hrtimer", "function", "expires", "softexpires"};
+    case Plugin::HrtimerExpireEntry:
+      return {"hrtimer", "now", "function"};
+    case Plugin::None:
+      break;
+  }
+  return {};
+}
+
+namespace {
+
+bool render_plugin(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out) {
+  const RecordLayout& l = ctx.layout;
+  auto task = [&](int comm_field, int pid_field, int prio_field) {
+    std::string_view comm;
+    std::uint64_t pid = 0, prio = 0;
+    if (!text(ev, comm_field, data, l, comm) || !number(ev, pid_field, data, l, pid) ||
+        !number(ev, prio_field, data, l, prio)) {
+      return false;
+    }
+    out.append(comm);
+    out.push_back(':');
+    put_dec(out, static_cast<std::int64_t>(pid));
+    out.append(" [");
+    put_dec(out, static_cast<std::int32_t>(prio));
+    out.push_back(']');
+    if (ctx.register_comm) ctx.register_comm(ctx.self, static_cast<std::int32_t>(pid), comm);
+    return true;
+  };
+  std::uint64_t a = 0, b = 0, c = 0, d = 0;
+  switch (ev.plugin) {
+    case Plugin::SchedSwitch: {
+      if (!task(0, 1, 2) || !number(ev, 3, data, l, a)) return false;
+      out.push_back(' ');
+      put_state(out, a);
+      out.append(" ==> ");
+      return task(4, 5, 6);
+    }
+    case Plugin::SchedWakeup: {
+      if (!task(0, 1, 2)) return false;
+      if (number(ev, 3, data, l, a)) {
+        out.append(" success=");
+        put_dec(out, static_cast<std::int32_t>(a));
+      }
+      if (!number(ev, 4, data, l, b)) return false;
+      out.append(" CPU:");
+      put_int(out, "03", 'd', cut(b, 32, true), true);
+      return true;
+    }
+    case Plugin::HrtimerStart:
+      if (!number(ev, 0, data, l, a) || !number(ev, 1, data, l, b) || !number(ev, 2, data, l, c) ||
+          !number(ev, 3, data, l, d)) {
+        return false;
+      }
+      out.append("hrtimer=");
+      put_0x(out, a);
+      out.append(" function=");
+      put_plugin_function(out, b, ctx.symbols);
+      out.append(" expires=");
+      put_u(out, c);
+      out.append(" softexpires=");
+      put_u(out, d);
+      return true;
+    case Plugin::HrtimerExpireEntry:
+      if (!number(ev, 0, data, l, a) || !number(ev, 1, data, l, b) || !number(ev, 2, data, l, c)) {
+        return false;
+      }
+      out.append("hrtimer=");
+      put_0x(out, a);
+      out.append(" now=");
+      put_u(out, b);
+      out.append(" function=");
+      put_plugin_function(out, c, ctx.symbols);
+      return true;
+    case Plugin::None:
+      break;
+  }
+  return false;
+}
+
+// Events whose print fmt did not compile: field=value of their own fields.
+void render_fields(const EventFormat& ev, std::string_view data, const RecordLayout& l, std::string& out) {
+  for (const EventField& f : ev.fields) {
+    if (f.common) continue;
+    if (!out.empty() && out.back() != ' ') out.push_back(' ');
+    out.append(f.name);
+    out.push_back('=');
+    std::uint64_t v = 0;
+    std::string_view s;
+    if (f.kind == EventField::Kind::Number && read_field(f, data, l, v)) {
+      put_int(out, "", f.is_signed ? 'd' : 'u', v, f.is_signed);
+    } else if (f.kind != EventField::Kind::Array && field_bytes(f, data, l, s)) {
+      out.append(c_string(s));
+    } else if (f.offset <= data.size() && f.size <= data.size() - f.offset) {
+      for (std::uint32_t i = 0; i < f.size; ++i) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%02x", static_cast<unsigned char>(data[f.offset + i]));
+        out.append(buf);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool render_payload(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out,
+                    std::string& why) {
+  // Every fixed field must lie inside the record: the interpreter then reads
+  // without further checks (dynamic fields are checked where read).
+  for (const EventField& f : ev.fields) {
+    if (f.offset > data.size() || f.size > data.size() - f.offset) {
+      why = ev.name + " record of " + std::to_string(data.size()) + " bytes is too short for field " + f.name +
+            " (offset " + std::to_string(f.offset) + ", size " + std::to_string(f.size) + ")";
+      return false;
+    }
+  }
+  if (ev.plugin != Plugin::None) {
+    const std::size_t mark = out.size();
+    if (render_plugin(ev, data, ctx, out)) return true;
+    out.resize(mark);
+  }
+  if (ev.print) {
+    ev.print->render(ev, data, ctx, out);
+  } else {
+    render_fields(ev, data, ctx.layout, out);
+  }
+  return true;
+}
+
+}  // namespace timerlab
