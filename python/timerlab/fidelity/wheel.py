@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from .._checks import check_hz
 from ..replay.clocks import tick_jiffies_offset
@@ -176,7 +177,7 @@ class _Bases:
                 w.forward(basej)
 
 
-def wheel_replay(trace, *, hz: int = 250) -> WheelReplay:
+def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay:
     """Replay the timer events of ``trace`` through timerlab's wheel model.
 
     ``placement``: one row per timer_start with the kernel's idx and bucket
@@ -184,6 +185,7 @@ def wheel_replay(trace, *, hz: int = 250) -> WheelReplay:
     kernel), ``clk_used``, ``clk_lag_jiffies`` and ``explanation``.
     ``expiries``: one row per timer_expire_entry with the kernel's baseclk
     and the replay's (NA where the timer was armed before the trace began).
+    ``progress``: a bar of the events replayed on stderr, if a terminal.
     """
     hz = check_hz(hz)
     ev = trace.events
@@ -208,7 +210,9 @@ def wheel_replay(trace, *, hz: int = 250) -> WheelReplay:
     bases = _Bases(hz)
     placed, expired = [], []
     jiffies = None  # best known jiffies at the current event
-    for i, e in enumerate(event):
+    events = tqdm(event, desc="wheel", unit=" events", unit_scale=True, leave=False,
+                  disable=None if progress else True)
+    for i, e in enumerate(events):
         if e == "timer_start":
             jiffies = (expires[i] - timeout[i]) % _U64
             key = (base_cpu[i], base_of_flags(flags[i]))

@@ -138,7 +138,7 @@ class Trace:
                 f"{self.nr_cpus} CPUs, {span}{skipped})")
 
 
-def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trace:
+def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, progress=None) -> Trace:
     """Read an ftrace text trace into a :class:`Trace`.
 
     Parameters
@@ -157,6 +157,12 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trac
         The release that recorded the trace ("6.1", "5.15.0", ...), when the
         file name does not say it; None (default): the file name or the
         trace's features tell (:func:`timerlab.trace.features.release_of`).
+    progress : callable, keyword-only
+        Called with the number of lines parsed so far after each chunk of
+        text (the CLI's progress bars); None (default): not called.
+
+    A store written by :func:`timerlab.trace.convert` is opened lazily
+    instead (:func:`timerlab.trace.open_trace`).
 
     Raises
     ------
@@ -175,12 +181,30 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trac
         from ..kernel import parse_kernel
         parse_kernel(kernel)
     name = os.fspath(path)
+    from .lazy import open_trace
+    from .store import is_store
+    if is_store(name):  # a store written by `timerlab convert`: opened lazily
+        return open_trace(name, kernel=kernel)
+    each = None if progress is None else (lambda parser: progress(parser.lines))
+    parser, skipped, examples = _parse(name, strict, each, stacklevel=3)
+    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples,
+                 parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
+                 kernel=kernel)
+
+
+def _parse(name: str, strict: bool, each=None, stacklevel: int = 2):
+    """(parser after finish(), skipped lines, their examples): the text of file
+    `name` fed to an FtraceParser, the errors raised as read_ftrace documents.
+    ``each(parser)``, if given, runs after every chunk (the store takes the
+    rows parsed so far, so that a trace larger than memory never is whole)."""
     parser = _core.FtraceParser(strict=strict)
     cut = None
     try:
         with contextlib.closing(_chunks_in_background(name)) as chunks:
             for chunk in chunks:
                 parser.feed(chunk)  # C++, without the GIL
+                if each is not None:
+                    each(parser)
                 if parser.error_line:
                     break
     except TruncatedData as e:
@@ -198,10 +222,8 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None) -> Trac
         skipped += 1
         examples.append(f"after line {parser.lines}: truncated {cut.kind} data, the rest is lost ({cut.reason})")
     if skipped:
-        warnings.warn(f"{name}: skipped {skipped} malformed lines, e.g. {examples[0]}", stacklevel=2)
-    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples,
-                 parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
-                 kernel=kernel)
+        warnings.warn(f"{name}: skipped {skipped} malformed lines, e.g. {examples[0]}", stacklevel=stacklevel)
+    return parser, skipped, examples
 
 
 def _open(name: str):
