@@ -126,7 +126,9 @@ def replay(args) -> int:
     import timerlab as tl
     from .kernel import kernel_has
 
-    trace = read_trace(args.trace)
+    from .replay.columns import narrowed
+
+    trace = narrowed(read_trace(args.trace))  # a store loads only the columns a replay reads
     base = trace.to_config()
     grid = {k: v for k, v in (("deferrable", args.deferrable), ("governor", args.governor)) if v}
     if "push" in (args.placement or []) and any(d != "legacy" for d in args.deferrable or []):

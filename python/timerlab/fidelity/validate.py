@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_events, script_of, to_config
 from ..replay.arms import PLACE_NAMES
+from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
 from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import record_hint
@@ -127,6 +128,7 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
 
     if isinstance(trace, (str, os.PathLike)):
         trace = read_ftrace(trace)
+    trace = narrowed(trace)  # a store loads only the columns read here
     require_events(trace, REQUIRED_EVENTS, "validate")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a callable taking a stage name, not {progress!r}")

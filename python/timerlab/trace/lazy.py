@@ -30,7 +30,7 @@ class StoredTrace(Trace):
     ``store_path`` is the store; ``path`` the text it was converted from
     (what reports name, and where the release may be read from)."""
 
-    def __init__(self, store_path, meta: dict, *, kernel=None):
+    def __init__(self, store_path, meta: dict, *, kernel=None, columns=None):
         # Trace.__init__ is not called: it needs the events.
         self.store_path = os.fspath(store_path)
         self.path = meta["text_path"]
@@ -38,14 +38,20 @@ class StoredTrace(Trace):
         self._kernel = kernel
         self._events = None
         self._features = None
+        self._columns = columns  # None: every column
         self.nr_cpus = int(meta["nr_cpus"])
         self.skipped_lines = int(meta["skipped_lines"])
         self.skipped_examples = list(meta["skipped_examples"])
         self.lost_events = int(meta["lost_events"])
 
     def _load(self) -> None:
-        events = read_store(self.store_path)
+        events = read_store(self.store_path, columns=self._columns)
         self._events, self._features = detect(events, self.path, source=self._meta["source"], kernel=self._kernel)
+
+    def narrowed(self, columns) -> "StoredTrace":
+        """The same trace, whose events will hold only ``columns`` (those it
+        has): what a consumer that names its columns needs loaded."""
+        return StoredTrace(self.store_path, self._meta, kernel=self._kernel, columns=list(columns))
 
     @property
     def events(self) -> pd.DataFrame:
@@ -80,7 +86,8 @@ class StoredTrace(Trace):
         # by its rows' positions as in ``events``.
         schema = _core.ftrace_schema()
         own = [col for _key, col, _kind, _req in schema.get(event, [])]
-        if self.loaded or event not in self._meta["event_counts"] or set(own) & _REWRITTEN:
+        if self.loaded or self._columns is not None or event not in self._meta["event_counts"] \
+                or set(own) & _REWRITTEN:
             return super().of(event)
         positions = np.flatnonzero(read_store(self.store_path, columns=["event"])["event"] == event)
         rows = read_store(self.store_path, events=[event]).set_axis(positions)

@@ -264,7 +264,10 @@ def read_store(path, *, columns=None, events=None, cpus=None, start_ns=None, end
 def _to_frame(table: pa.Table, meta: dict) -> pd.DataFrame:
     data = {}
     for name in table.column_names:
+        # Each Arrow column is let go once converted, so that the table and
+        # the frame are never both whole in memory.
         col = table.column(name)
+        table = table.drop_columns([name])
         if name in _LINE_TYPES and name not in ("task", "event"):
             data[name] = col.to_numpy()
         elif pa.types.is_dictionary(col.type):
@@ -279,6 +282,7 @@ def _to_frame(table: pa.Table, meta: dict) -> pd.DataFrame:
             mask = col.is_null().to_numpy(zero_copy_only=False)
             values = pc.fill_null(col, 0).to_numpy()
             data[name] = pd.arrays.IntegerArray(np.ascontiguousarray(values), mask)
+    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages otherwise
     return pd.DataFrame(data, copy=False)
 
 
