@@ -39,8 +39,14 @@ SHARED = ["qemu-6.12.95-16cpu-2node-mixed.trace.txt.xz", "qemu-6.12.95-32cpu-2no
           "vm2-idle-hz250.trace.txt.xz"]
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
+base = os.environ.get("TIMERLAB_BASE")
+if base:  # the base commit's package first: an editable install's finder would win over PYTHONPATH
+    sys.meta_path = [f for f in sys.meta_path if "editable" not in type(f).__module__]
+    sys.path.insert(0, base)
 import timerlab as tl
+if base:
+    assert tl.__file__.startswith(base), tl.__file__
 step, text, store = sys.argv[1:4]
 t0 = time.perf_counter()
 events = None
@@ -60,10 +66,10 @@ print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource
 """
 
 
-def child(step: str, text: Path, store: Path, pythonpath: str | None = None) -> dict:
+def child(step: str, text: Path, store: Path, base: str | None = None) -> dict:
     env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    if base:
+        env["TIMERLAB_BASE"] = base
     r = subprocess.run([sys.executable, "-c", _CHILD, step, str(text), str(store)], env=env,
                        capture_output=True, text=True)
     if r.returncode != 0:
@@ -78,6 +84,7 @@ def base_source(rev: str, into: Path) -> str:
     import timerlab._core as core
 
     pkg = into / "timerlab"
+    into.mkdir(parents=True)
     archive = into / "base.tar"
     with open(archive, "wb") as f:
         subprocess.run(["git", "-C", str(ROOT), "archive", rev, "python/timerlab"], stdout=f, check=True)
