@@ -76,8 +76,10 @@ def test_restriction_mistakes_name_the_option(mixed16_store):
 
 def test_validate_over_the_store_gives_the_texts_report(tmp_path):
     store = convert(VM2, tmp_path / "vm2.parquet", rows_per_group=10_000)
-    text, stored = tl.validate(tl.read_ftrace(VM2.resolve())), tl.validate(store)
+    stages = []
+    text, stored = tl.validate(tl.read_ftrace(VM2.resolve())), tl.validate(store, progress=stages.append)
     assert str(stored) == str(text)
+    assert stages == list(tl.fidelity.VALIDATE_STAGES)
     for a, b in zip(stored.items, text.items):
         pd.testing.assert_frame_equal(a.disagreements.reset_index(drop=True), b.disagreements.reset_index(drop=True))
 
@@ -105,6 +107,8 @@ def test_convert_command_writes_a_store_the_commands_open(tmp_path, capsys):
     assert "OUT.parquet" in capsys.readouterr().err
     assert cli.main(["convert", str(tmp_path / "missing.txt"), str(out)]) == 2
     assert "missing.txt" in capsys.readouterr().err
+    assert cli.main(["convert", str(VM2), str(tmp_path / "nodir" / "x.parquet")]) == 2
+    assert "nodir: no such directory" in capsys.readouterr().err
 
 
 def test_a_failed_convert_leaves_no_store(tmp_path):

@@ -26,6 +26,7 @@ the text: same columns, dtypes, categories (in the same order) and values.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 
@@ -153,6 +154,9 @@ def convert(trace, out, *, strict: bool = True, rows_per_group: int = ROWS_PER_G
     if os.path.abspath(name) == os.path.abspath(out):
         raise ValueError(f"out={out!r} is the trace itself")
     os.stat(name)  # FileNotFoundError names the trace before anything is written
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, "no such directory for the store", folder)
     tmp = out + ".tmp"
     w = _Writer(tmp)
 
