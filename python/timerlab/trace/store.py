@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 
 import numpy as np
 import pandas as pd
@@ -183,11 +184,14 @@ def convert(trace, out, *, strict: bool = True, rows_per_group: int = ROWS_PER_G
 
 
 def is_store(path) -> bool:
-    """Whether ``path`` is a regular file that starts like Parquet."""
+    """Whether ``path`` is a regular file that starts like Parquet (a FIFO or
+    a device is not opened: opening a FIFO waits for a writer)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as f:
             return f.read(4) == _PARQUET_MAGIC
-    except (IsADirectoryError, PermissionError, FileNotFoundError, OSError):
+    except OSError:
         return False
 
 
