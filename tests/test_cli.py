@@ -150,5 +150,5 @@ def test_failed_sweep_points_and_per_cpu_sweeps(tmp_path):
 
 def test_help_lists_every_command():
     r = run_cli("--help")
-    for command in ("demo", "run", "sweep", "export", "replay", "validate", "wheel"):
+    for command in ("demo", "run", "sweep", "export", "replay", "validate", "wheel", "convert"):
         assert command in r.stdout

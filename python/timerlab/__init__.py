@@ -6,7 +6,7 @@ Public API (see DESIGN.md): ``Config``, ``simulate`` / ``Result``, ``sweep``,
 ``predict``.
 """
 from .wheel import TimerWheel, calc_wheel_index, parse_timer_flags, wheel_constants
-from .trace import Trace, TraceFormatError, read_ftrace
+from .trace import Trace, TraceFormatError, open_trace, read_ftrace
 from .topology import Topology
 from .hierarchy import Hierarchy, hierarchy
 from . import callbacks, config_file, dist, idle_states, latency, plot, trace, workloads
@@ -54,6 +54,7 @@ __all__ = [
     "predict",
     "Prediction",
     "read_ftrace",
+    "open_trace",
     "replay",
     "validate",
     "wheel_constants",

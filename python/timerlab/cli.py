@@ -7,6 +7,7 @@
     timerlab replay TRACE         a real trace replayed under other policies
     timerlab validate TRACE       how closely the simulator agrees with a trace
     timerlab wheel [TRACE]        a trace's timer_start events through the wheel
+    timerlab convert TRACE OUT    a trace parsed once into a Parquet store, re-opened in milliseconds
 
 Config files: timerlab.config_file. A user mistake (missing file, bad option
 or value) prints one line and exits with status 2, never a traceback.
@@ -74,6 +75,10 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("trace", type=Path, nargs="?", help="ftrace text (.txt, .xz, .gz); default: a bundled trace")
     w.add_argument("--hz", type=int, default=250, help="HZ of the traced kernel (default 250)")
     w.add_argument("--no-plot", action="store_true", help="print the tables only")
+    c = command("convert", "parse a trace once into a Parquet store (OUT.parquet), which every command "
+                           "taking a TRACE then opens at once; written in row groups, for traces larger than memory")
+    c.add_argument("trace", type=Path, help="ftrace text (.txt, .xz, .gz, .bz2)")
+    c.add_argument("out", type=Path, help="the store to write, e.g. trace.parquet")
     return parser
 
 

@@ -3,8 +3,10 @@ and returns the exit status. Errors are raised (ValueError naming the option
 or file) and reported as one line by cli.main."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+from .cli_progress import convert as convert_trace, read_trace, stages
 from .cli_wheel import bundled_trace
 from .experiment import print_table
 
@@ -124,7 +126,9 @@ def replay(args) -> int:
     import timerlab as tl
     from .kernel import kernel_has
 
-    trace = tl.read_ftrace(args.trace)
+    from .replay.columns import narrowed
+
+    trace = narrowed(read_trace(args.trace))  # a store loads only the columns a replay reads
     base = trace.to_config()
     grid = {k: v for k, v in (("deferrable", args.deferrable), ("governor", args.governor)) if v}
     if "push" in (args.placement or []) and any(d != "legacy" for d in args.deferrable or []):
@@ -139,7 +143,7 @@ def replay(args) -> int:
             kernel = "latest"
             print(f"  placement pull with kernel 'latest' (the trace's {base.kernel} predates the pull model)")
         cfg = base.replace(placement=placement, kernel=kernel)
-        df = tl.sweep(cfg, grid, backend="serial", progress=False)
+        df = tl.sweep(cfg, grid, backend="serial", progress=sys.stderr.isatty())
         frames.append(df.assign(placement=placement))
     index = ["placement"] + list(grid)
     print_table(pd.concat(frames, ignore_index=True).set_index(index)[HEADLINE])
@@ -149,7 +153,22 @@ def replay(args) -> int:
 def validate(args) -> int:
     import timerlab as tl
 
-    print(tl.validate(tl.read_ftrace(args.trace), tick=args.tick, rcu_needs_cpu=not args.no_rcu_tick))
+    trace = read_trace(args.trace)
+    with stages(len(tl.fidelity.VALIDATE_STAGES), "validate") as step:
+        report = tl.validate(trace, tick=args.tick, rcu_needs_cpu=not args.no_rcu_tick, progress=step)
+    print(report)
+    return 0
+
+
+def convert(args) -> int:
+    from .trace import store_metadata
+
+    if args.out.suffix != ".parquet":
+        raise ValueError(f"{args.out}: the store is one Parquet file; name it OUT.parquet")
+    out = convert_trace(args.trace, args.out)
+    meta = store_metadata(out)
+    print(f"wrote {out}: {meta['rows']:,} events, {meta['nr_cpus']} CPUs, "
+          f"{args.out.stat().st_size / 1e6:.1f} MB (the text file: {meta['file_bytes'] / 1e6:.1f} MB)")
     return 0
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .cli_progress import read_trace
 from .experiment import save_figure
 
 BUNDLED_TRACE = "vm2-fsync-sleep-hz250.trace.txt.xz"
@@ -76,8 +77,8 @@ def wheel(trace_path: Path | None, out: Path, plot: bool, hz: int) -> int:
     from timerlab.fidelity import wheel_replay
 
     path = trace_path or bundled_trace()
-    trace = tl.read_ftrace(path)
-    replay = wheel_replay(trace, hz=hz)
+    trace = read_trace(path)
+    replay = wheel_replay(trace, hz=hz, progress=True)
     p = replay.placement
     if p.empty:
         raise ValueError(f"{path}: the trace has no timer_start events; enable the timer:timer_start event")

@@ -130,15 +130,22 @@ class TimerWheel:
     ``mod_timer`` takes the same-bucket shortcut, deleting the last timer of a
     bucket only marks ``next_expiry`` stale, and :meth:`run` expires bucket by
     bucket exactly like ``__run_timers``. Every traced operation is logged in
-    :attr:`events` with the fields of the kernel's tracepoints.
+    :attr:`events` with the fields of the kernel's tracepoints (``log=False``:
+    none is, for long replays).
 
     The wheel's "now" is :attr:`jiffies`; it only moves forward (assign it,
     or pass ``jiffies=`` to :meth:`run`).
     """
 
-    def __init__(self, *, hz: int = 250, clk: int = 0):
+    def __init__(self, *, hz: int = 250, clk: int = 0, log: bool = True):
         self._hz = check_hz(hz)
         self._w = _core.StandaloneWheel(self._hz, check_int("clk", clk, minimum=0, maximum=U64_MAX))
+        if not isinstance(log, bool):
+            raise TypeError(f"log must be True or False, not {log!r}")
+        # log=False: no event log is kept (events stays empty), so that a
+        # replay of a long trace neither grows it without bound nor reads it
+        # whole at every run (each run would then cost the whole history).
+        self._log = log
 
     # -- state -----------------------------------------------------------
     hz = property(lambda self: self._hz, doc="HZ of the modelled kernel")
@@ -248,16 +255,20 @@ class TimerWheel:
         j = self.jiffies if jiffies is None else check_int("jiffies", jiffies, minimum=0, maximum=U64_MAX)
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, got {callback!r}")
-        start = len(self._w.events()["kind"])
+        if not self._log:
+            self._w.clear_events()
+        start = len(self._w.events()["kind"]) if self._log else 0
         self._w.run(j, one_collection, callback)
-        ev = self.events.iloc[start:]
-        ev = ev[ev["event"] == "timer_expire_entry"]
+        d = self._w.events()
+        if not self._log:
+            self._w.clear_events()
+        expired = d["kind"][start:] == _EVENT_NAMES.index("timer_expire_entry")
         return pd.DataFrame({
-            "timer": ev["timer"].to_numpy(),
-            "expires_jiffies": ev["expires_jiffies"].to_numpy(),
-            "baseclk_jiffies": ev["bucket_expiry_jiffies"].to_numpy(),
-            "idx": ev["idx"].to_numpy(),
-            "now_jiffies": ev["jiffies"].to_numpy(),
+            "timer": d["timer"][start:][expired],
+            "expires_jiffies": d["expires"][start:][expired],
+            "baseclk_jiffies": d["bucket_expiry"][start:][expired],
+            "idx": d["idx"][start:][expired],
+            "now_jiffies": d["jiffies"][start:][expired],
         })
 
     def _timer(self, timer) -> int:

@@ -18,8 +18,8 @@ trace: it only measures.
 """
 from .predict import Prediction, predict
 from .report import FidelityItem, FidelityReport
-from .validate import validate
+from .validate import VALIDATE_STAGES, validate
 from .wheel import WheelReplay, base_of_flags, wheel_placement, wheel_replay
 
 __all__ = ["validate", "FidelityReport", "FidelityItem", "predict", "Prediction", "wheel_replay", "wheel_placement",
-           "base_of_flags", "WheelReplay"]
+           "base_of_flags", "WheelReplay", "VALIDATE_STAGES"]

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_events, script_of, to_config
 from ..replay.arms import PLACE_NAMES
+from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
 from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import record_hint
@@ -18,6 +19,10 @@ from .hrtimers import hrtimer_item, wakeups_item
 from .races import race_columns
 from .report import FidelityItem, FidelityReport
 from .wheel import base_of_flags, wheel_replay
+
+
+# What validate does, in order: the steps a progress callback is told of.
+VALIDATE_STAGES = ("replay and simulation", "wheel", "expiring CPU", "idle, hrtimers and hierarchy")
 
 
 def _expiring_cpu(trace, script: Script, res) -> tuple:
@@ -64,7 +69,7 @@ def _expiring_cpu(trace, script: Script, res) -> tuple:
     return m, unknown
 
 
-def validate(trace, **overrides) -> FidelityReport:
+def validate(trace, *, progress=None, **overrides) -> FidelityReport:
     """Replay ``trace`` with the kernel's own policy (:func:`to_config`, options
     overridable) and compare the simulation with what the kernel recorded:
 
@@ -111,6 +116,9 @@ def validate(trace, **overrides) -> FidelityReport:
       the idle periods hrtimers ended, per CPU and callback
       (:mod:`timerlab.fidelity.hrtimers`).
 
+    ``progress``: a callable told the name of each of VALIDATE_STAGES as it
+    begins (the CLI's progress bar); None (default): nothing is told.
+
     Raises ValueError listing the missing events if the trace lacks any of
     the replay's REQUIRED_EVENTS; cpu_idle and tick_stop, if the trace shows
     none, are said in the notes and their items are not compared.
@@ -120,7 +128,12 @@ def validate(trace, **overrides) -> FidelityReport:
 
     if isinstance(trace, (str, os.PathLike)):
         trace = read_ftrace(trace)
+    trace = narrowed(trace)  # a store loads only the columns read here
     require_events(trace, REQUIRED_EVENTS, "validate")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a callable taking a stage name, not {progress!r}")
+    step = progress or (lambda _stage: None)
+    step(VALIDATE_STAGES[0])
     overrides.setdefault("tick", "kept")
     overrides.setdefault("hrtimer_wakeups", "trace")  # the kernel's own policy: the trace's timing of tasks
     cfg = to_config(trace, **{**overrides, "record_events": True})  # the comparisons read the event log
@@ -129,11 +142,13 @@ def validate(trace, **overrides) -> FidelityReport:
     notes = list(script.notes)
     items = []
 
+    step(VALIDATE_STAGES[1])
     wr = wheel_replay(trace, hz=cfg.hz)
     p = wr.placement
     items.append(FidelityItem("wheel", wr.placement_agreement, len(p), int(p["agrees"].sum()), p[~p["agrees"]],
                               "timer_start idx and bucket_expiry, replayed base clocks"))
 
+    step(VALIDATE_STAGES[2])
     items.append(_placement(script, res))
     ev = trace.events
     idle_cpus = sorted(ev.loc[ev["event"] == "cpu_idle", "cpu"].unique().tolist())
@@ -172,6 +187,7 @@ def validate(trace, **overrides) -> FidelityReport:
         x[~(x["error_ns"] <= 250_000).fillna(False).astype(bool)],
         f"global timers: |simulated - traced expiry time| <= 250 µs; median error "
         f"{err.median() / 1e3:.0f} µs" if len(err) else "global timers: none expired in both"))
+    step(VALIDATE_STAGES[3])
     items.append(_deferrable(trace, script, res))
     items.append(hrtimer_item(trace, script, res))
     items.append(wakeups_item(trace, res, idle_cpus))

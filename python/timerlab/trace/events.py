@@ -79,6 +79,19 @@ def hrtimer_mode_text(mode: int) -> str:
                                                        if mode & bit])
 
 
+def _text_categorical(vals: np.ndarray, mask: np.ndarray, to_text) -> pd.Categorical:
+    """pd.Categorical of to_text(value) where not masked (categories sorted,
+    as pd.Categorical makes them), each distinct value spelt once: the log
+    of a long run has millions of rows and a handful of flag values."""
+    uniq, inverse = np.unique(vals[~mask], return_inverse=True)
+    texts = [to_text(int(u)) for u in uniq]
+    cats = sorted(set(texts))
+    where = {t: i for i, t in enumerate(cats)}
+    codes = np.full(len(vals), -1, dtype=np.int32)
+    codes[~mask] = np.array([where[t] for t in texts], dtype=np.int32)[inverse]
+    return pd.Categorical.from_codes(codes, categories=cats)
+
+
 def events_frame(arrays: dict, function_names=()) -> pd.DataFrame:
     """DataFrame of a raw event log: ts_ns, cpu, event, then one column per field."""
     sch = schema()
@@ -107,13 +120,9 @@ def events_frame(arrays: dict, function_names=()) -> pd.DataFrame:
             c = np.where(mask, -1, vals.astype(np.int64)).astype(np.int32)
             frame[column] = pd.Categorical.from_codes(c, categories=cats) if cats else pd.Categorical([None] * n)
         elif kind == "timer_flags":
-            text = timer_flags_text(vals)
-            text[mask] = None
-            frame[column] = pd.Categorical(text)
+            frame[column] = _text_categorical(vals, mask, lambda v: timer_flags_text(np.array([v]))[0])
         elif kind == "hrtimer_mode":
-            text = np.array([hrtimer_mode_text(int(v)) for v in vals], dtype=object)
-            text[mask] = None
-            frame[column] = pd.Categorical(text)
+            frame[column] = _text_categorical(vals, mask, hrtimer_mode_text)
         elif kind == "i64":
             frame[column] = pd.arrays.IntegerArray(vals.view(np.int64), mask)
         else:  # u64, ptr, hex

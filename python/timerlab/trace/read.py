@@ -139,7 +139,8 @@ class Trace:
                 f"{self.nr_cpus} CPUs, {span}{skipped})")
 
 
-def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer: str = "") -> Trace:
+def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer: str = "",
+                progress=None) -> Trace:
     """Read an ftrace text trace, or trace-cmd's binary trace.dat, into a :class:`Trace`.
 
     Parameters
@@ -167,6 +168,12 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer:
     buffer : str, keyword-only
         trace.dat only: the buffer (ftrace instance) to read, "" (default)
         the top one; :func:`timerlab.trace.dat.buffers` lists them.
+    progress : callable, keyword-only
+        Called with the number of lines parsed so far after each chunk of
+        text (the CLI's progress bars); None (default): not called.
+
+    A store written by :func:`timerlab.trace.convert` is opened lazily
+    instead (:func:`timerlab.trace.open_trace`).
 
     Raises
     ------
@@ -192,12 +199,30 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer:
         return _read_dat(name, strict=strict, kernel=kernel, buffer=buffer)
     if buffer:
         raise ValueError(f"buffer={buffer!r}: {name} is not a trace.dat (text traces have one buffer)")
+    from .lazy import open_trace
+    from .store import is_store
+    if is_store(name):  # a store written by `timerlab convert`: opened lazily
+        return open_trace(name, kernel=kernel)
+    each = None if progress is None else (lambda parser: progress(parser.lines))
+    parser, skipped, examples = _parse(name, strict, each, stacklevel=3)
+    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples,
+                 parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
+                 kernel=kernel)
+
+
+def _parse(name: str, strict: bool, each=None, stacklevel: int = 2):
+    """(parser after finish(), skipped lines, their examples): the text of file
+    `name` fed to an FtraceParser, the errors raised as read_ftrace documents.
+    ``each(parser)``, if given, runs after every chunk (the store takes the
+    rows parsed so far, so that a trace larger than memory never is whole)."""
     parser = _core.FtraceParser(strict=strict)
     cut = None
     try:
         with contextlib.closing(_chunks_in_background(name)) as chunks:
             for chunk in chunks:
                 parser.feed(chunk)  # C++, without the GIL
+                if each is not None:
+                    each(parser)
                 if parser.error_line:
                     break
     except TruncatedData as e:
@@ -215,10 +240,8 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer:
         skipped += 1
         examples.append(f"after line {parser.lines}: truncated {cut.kind} data, the rest is lost ({cut.reason})")
     if skipped:
-        warnings.warn(f"{name}: skipped {skipped} malformed lines, e.g. {examples[0]}", stacklevel=2)
-    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples,
-                 parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
-                 kernel=kernel)
+        warnings.warn(f"{name}: skipped {skipped} malformed lines, e.g. {examples[0]}", stacklevel=stacklevel)
+    return parser, skipped, examples
 
 
 def _read_dat(name: str, *, strict: bool, kernel, buffer: str) -> Trace:

@@ -1,0 +1,160 @@
+"""Read and validate throughput and peak memory, text vs store, small and large traces.
+
+For each trace (the shared real traces, and synthetic ones made by
+make_big_trace.py: a real trace repeated with shifted times), each step runs
+in a fresh child process, which reports its wall time and its peak RSS
+(``resource.getrusage``, the child alone):
+
+* read          ``tl.read_ftrace(text)`` (the events in pandas)
+* validate      ``tl.validate(tl.read_ftrace(text))``: the in-memory path, end to end
+* base validate the same with the base commit's Python code (``--base REV``,
+                default the merge base with main; same C++ core), today's path
+* convert       ``tl.trace.convert(text, store)``, once
+* reopen        ``tl.open_trace(store)`` (footer only)
+* store validate ``tl.validate(tl.open_trace(store))``: the path of a trace parsed once
+
+Throughput is MB of trace text per second (the decompressed text, whatever
+the file's compression) and events per second.
+
+    python benchmarks/bench_trace_scale.py [--big-mb 0 250 2000] [--base REV] [--quick]
+
+A benchmark, not a test: nothing here asserts a time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TRACES = ROOT / "tests" / "data" / "traces"
+SHARED = ["qemu-6.12.95-16cpu-2node-mixed.trace.txt.xz", "qemu-6.12.95-32cpu-2node-mixed.trace.txt.xz",
+          "vm2-idle-hz250.trace.txt.xz"]
+
+_CHILD = r"""
+import json, os, resource, sys, time
+base = os.environ.get("TIMERLAB_BASE")
+if base:  # the base commit's package first: an editable install's finder would win over PYTHONPATH
+    sys.meta_path = [f for f in sys.meta_path if "editable" not in type(f).__module__]
+    sys.path.insert(0, base)
+import timerlab as tl
+if base:
+    assert tl.__file__.startswith(base), tl.__file__
+step, text, store = sys.argv[1:4]
+t0 = time.perf_counter()
+events = None
+if step == "read":
+    events = len(tl.read_ftrace(text).events)
+elif step == "validate":
+    tl.validate(tl.read_ftrace(text))
+elif step == "convert":
+    tl.trace.convert(text, store)
+elif step == "reopen":
+    repr(tl.read_ftrace(store))
+elif step == "store_validate":
+    tl.validate(tl.read_ftrace(store))
+seconds = time.perf_counter() - t0
+print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "events": events}))
+"""
+
+
+def child(step: str, text: Path, store: Path, base: str | None = None) -> dict:
+    env = dict(os.environ)
+    if base:
+        env["TIMERLAB_BASE"] = base
+    r = subprocess.run([sys.executable, "-c", _CHILD, step, str(text), str(store)], env=env,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"seconds": float("nan"), "peak_rss_mb": float("nan"), "events": None,
+                "error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def base_source(rev: str, into: Path) -> str:
+    """A PYTHONPATH with the base commit's timerlab package (Python only) and
+    this install's C++ core beside it."""
+    import timerlab._core as core
+
+    pkg = into / "timerlab"
+    into.mkdir(parents=True)
+    archive = into / "base.tar"
+    with open(archive, "wb") as f:
+        subprocess.run(["git", "-C", str(ROOT), "archive", rev, "python/timerlab"], stdout=f, check=True)
+    with tarfile.open(archive) as t:
+        t.extractall(into, filter="data")
+    (into / "python" / "timerlab").rename(pkg)
+    os.symlink(core.__file__, pkg / os.path.basename(core.__file__))
+    return str(into)
+
+
+def plain_text(path: Path, tmp: Path) -> Path:
+    if path.suffix != ".xz":
+        return path
+    out = tmp / path.name.removesuffix(".xz")
+    out.write_bytes(lzma.decompress(path.read_bytes()))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--big-mb", type=float, nargs="*", default=[250.0],
+                    help="synthetic traces to make and measure, MB of text (default 250)")
+    ap.add_argument("--base", default=None, help="the commit whose validate is today's path "
+                                                 "(default: the merge base with main)")
+    ap.add_argument("--quick", action="store_true", help="the first shared trace only, no synthetic trace")
+    ap.add_argument("--skip-base-above-mb", type=float, default=1e9,
+                    help="do not run the base path on traces larger than this (its memory)")
+    args = ap.parse_args()
+    rev = args.base or subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"],
+                                      capture_output=True, text=True, check=True).stdout.strip()
+    shared = SHARED[:1] if args.quick else SHARED
+    sizes = [] if args.quick else args.big_mb
+    results = HERE / "results"
+    results.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp_:
+        tmp = Path(tmp_)
+        base = base_source(rev, tmp / "base")
+        texts = [plain_text(TRACES / n, tmp) for n in shared]
+        for mb in sizes:
+            out = tmp / f"qemu-6.12.95-16cpu-2node-mixed-{int(mb)}mb.trace.txt"
+            subprocess.run([sys.executable, str(HERE / "make_big_trace.py"), "--mb", str(mb), "--out", str(out)],
+                           check=True, stdout=subprocess.DEVNULL)
+            texts.append(out)
+        print(f"base {rev[:10]} (today's path) vs this tree; each step in a fresh process; MB = MB of text")
+        header = (f"{'trace':<44} {'MB':>7} {'events':>10} | {'step':<15} {'s':>8} {'MB/s':>7} "
+                  f"{'events/s':>9} {'peak RSS MB':>11}")
+        print(header)
+        print("-" * len(header))
+        for text in texts:
+            mb = text.stat().st_size / 1e6
+            store = tmp / (text.name + ".parquet")
+            rows = {}
+            steps = ["read", "base validate", "validate", "convert", "reopen", "store_validate"]
+            for step in steps:
+                if step == "base validate" and mb > args.skip_base_above_mb:
+                    continue
+                r = child("validate" if step == "base validate" else step, text, store,
+                          base if step == "base validate" else None)
+                rows[step] = r
+                events = rows["read"]["events"]
+                line = (f"{text.name[:44]:<44} {mb:7.1f} {events or 0:10d} | {step:<15} {r['seconds']:8.2f} "
+                        f"{mb / r['seconds']:7.1f} {(events or 0) / r['seconds']:9.3g} {r['peak_rss_mb']:11.0f}")
+                print(line + (f"  ({r['error']})" if "error" in r else ""), flush=True)
+                with open(results / "trace_scale.jsonl", "a") as f:
+                    f.write(json.dumps({"trace": text.name, "text_mb": mb, "step": step, "base": rev, **r}) + "\n")
+            if "base validate" in rows and rows["store_validate"]["seconds"] > 0:
+                speedup = rows["base validate"]["seconds"] / rows["store_validate"]["seconds"]
+                print(f"{'':<44} {'':>7} {'':>10} | store validate vs base validate: {speedup:.1f}x MB/s")
+            store.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()

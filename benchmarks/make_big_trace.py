@@ -1,0 +1,135 @@
+"""A large synthetic trace: a real trace's events repeated with shifted times,
+for the scale benchmarks (bench_trace_scale.py). Written to /tmp, never
+committed.
+
+Copy k of the events is the real trace's with every time moved by k * D,
+D being the trace's span rounded up to whole ticks: the line timestamp, the
+monotonic ns of hrtimer and timer_migration events (``now=``, ``expires=``,
+``softexpires=``, ``nextevt=``, ``wakeup=``, ...; 0 and KTIME_MAX mean "none"
+and stay) and the absolute jiffies of timer events (``expires=``,
+``now=``, ``baseclk=``) by D / TICK_NSEC, so that every copy is as
+consistent as the original (relative values such as ``timeout=`` stay).
+A timer_start's ``idx=`` and ``bucket_expiry=`` depend on where jiffies
+fall in each level's granularity, which a shift moves: in copies after the
+first they are what calc_wheel_index gives at jiffies (expires - timeout),
+as the kernel does with a base clock that is not behind. The boot-time
+hierarchy set-up events appear once, in copy 0.
+
+    python benchmarks/make_big_trace.py --mb 2000 [--trace X.trace.txt.xz] [--out /tmp/...]
+"""
+from __future__ import annotations
+
+import argparse
+import lzma
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+import timerlab as tl
+
+TRACES = Path(__file__).resolve().parent.parent / "tests" / "data" / "traces"
+DEFAULT = TRACES / "qemu-6.12.95-16cpu-2node-mixed.trace.txt.xz"
+_SETUP = (b"tmigr_group_set:", b"tmigr_connect_cpu_parent:", b"tmigr_connect_child_parent:", b"tmigr_cpu_online:")
+_KTIME_MAX = (1 << 63) - 1
+# (event, key) -> unit of an absolute time in the payload
+_NS_KEYS = {b"nextevt", b"next_expiry", b"child_evt_expiry", b"wakeup", b"softexpires"}
+_JIFFY_EVENTS = {b"timer_start", b"timer_expire_entry"}
+_LINE = re.compile(rb"^(.*?\]\s+(?:\S+\s+)?)(\d+)\.(\d{6}): (\w+): (.*)$", re.S)
+_FIELD = re.compile(rb"(\w+)=(\d+)")
+
+
+TS, NS, JIFFIES, KEEP, IDX, BUCKET = range(6)  # units of the values cut out of the text
+
+
+def _unit(event: bytes, key: bytes):
+    if event == b"timer_start":
+        return {b"expires": JIFFIES, b"timeout": KEEP, b"idx": IDX, b"bucket_expiry": BUCKET}.get(key)
+    if event == b"timer_expire_entry":
+        return JIFFIES if key in (b"now", b"baseclk") else None
+    if key in _NS_KEYS or (key in (b"now", b"expires") and event.startswith(b"hrtimer")):
+        return NS
+    return None
+
+
+def template(text: bytes):
+    """(header, pieces, values, units, starts, span_us, setup lines): the event
+    lines cut at every number a copy changes; ``starts``: per timer_start the
+    positions in ``values`` of its expires, timeout, idx and bucket_expiry."""
+    header, pieces, values, units, starts, setup = [], [b""], [], [], [], []
+    t_min = t_max = None
+    for line in text.splitlines(keepends=True):
+        m = _LINE.match(line)
+        if m is None:
+            header.append(line)
+            continue
+        if any(s in line for s in _SETUP):
+            setup.append(line)
+            continue
+        head, sec, usec, event, payload = m.groups()
+        ts_us = int(sec) * 1_000_000 + int(usec)
+        t_min = ts_us if t_min is None else min(t_min, ts_us)
+        t_max = ts_us if t_max is None else max(t_max, ts_us)
+        pieces[-1] += head
+        values.append(ts_us)
+        units.append(TS)
+        pieces.append(b": " + event + b": ")
+        at, where = 0, {}
+        for f in _FIELD.finditer(payload):
+            key, value = f.group(1), int(f.group(2))
+            unit = _unit(event, key)
+            if unit is None or (unit == NS and value in (0, _KTIME_MAX)):
+                continue
+            pieces[-1] += payload[at:f.start(2)]
+            where[unit] = len(values)
+            values.append(value)
+            units.append(unit)
+            pieces.append(b"")
+            at = f.end(2)
+        pieces[-1] += payload[at:]
+        if event == b"timer_start" and len(where) == 4:
+            starts.append([where[JIFFIES], where[KEEP], where[IDX], where[BUCKET]])
+    return (b"".join(header), pieces, np.array(values, dtype=np.uint64), np.array(units), np.array(starts),
+            t_max - t_min, b"".join(setup))
+
+
+def write(out: Path, text: bytes, copies: int, hz: int) -> int:
+    header, pieces, values, units, starts, span_us, setup = template(text)
+    tick_us = 1_000_000 // hz
+    shift_us = (span_us // tick_us + 2) * tick_us
+    with open(out, "wb") as f:
+        f.write(header + setup)
+        for k in range(copies):
+            d_us = k * shift_us
+            v = values + np.array([d_us, d_us * 1000, d_us // tick_us, 0, 0, 0], dtype=np.uint64)[units]
+            if k and len(starts):
+                expires = v[starts[:, 0]]
+                idx, bucket = tl.calc_wheel_index(expires, expires - v[starts[:, 1]], hz=hz)
+                v[starts[:, 2]], v[starts[:, 3]] = idx, bucket
+            parts = [pieces[0]]
+            for value, unit, piece in zip(v.tolist(), units.tolist(), pieces[1:]):
+                parts.append(b"%d.%06d" % divmod(value, 1_000_000) if unit == TS else b"%d" % value)
+                parts.append(piece)
+            f.write(b"".join(parts))
+        return f.tell()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", type=Path, default=DEFAULT, help="the real trace to repeat (.txt or .xz)")
+    ap.add_argument("--mb", type=float, default=2000, help="size to reach, MB of text (default 2000)")
+    ap.add_argument("--hz", type=int, default=250, help="HZ of the traced kernel (default 250)")
+    ap.add_argument("--out", type=Path, help="default /tmp/<trace name>-<MB>mb.trace.txt")
+    args = ap.parse_args()
+    raw = args.trace.read_bytes()
+    text = lzma.decompress(raw) if raw.startswith(b"\xfd7zXZ") else raw
+    copies = max(1, math.ceil(args.mb * 1e6 / len(text)))
+    # The release stays in the name: validate reads it from there.
+    out = args.out or Path(f"/tmp/{args.trace.name.split('.trace')[0]}-{int(args.mb)}mb.trace.txt")
+    size = write(out, text, copies, args.hz)
+    print(f"wrote {out}: {copies} copies of {args.trace.name}, {size / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

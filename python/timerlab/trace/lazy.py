@@ -1,0 +1,124 @@
+"""A :class:`~timerlab.trace.Trace` over a store (:mod:`timerlab.trace.store`):
+opened from the file's footer in milliseconds, its events read on first use.
+
+``open_trace(path)`` (or ``read_ftrace(path)`` on a store) gives a
+:class:`StoredTrace`: ``nr_cpus``, ``lost_events``, ``skipped_lines``,
+``event_counts()``, ``duration_ns`` and ``repr`` come from the metadata;
+``events`` and ``features`` read the store once, then behave exactly as for
+the text (the same DataFrame, the same feature detection).
+``of(event)`` before that reads that event's rows alone.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from .. import _core
+from .features import detect
+from .read import _LINE_COLUMNS, Trace
+from .store import read_store, store_metadata
+
+# Columns detect() may rewrite with what the whole trace shows.
+_REWRITTEN = {"function", "mode", "flags", "bucket_expiry_jiffies"}
+
+
+class StoredTrace(Trace):
+    """A Trace whose events stay on disk until used (module doc).
+
+    ``store_path`` is the store; ``path`` the text it was converted from
+    (what reports name, and where the release may be read from)."""
+
+    def __init__(self, store_path, meta: dict, *, kernel=None, columns=None):
+        # Trace.__init__ is not called: it needs the events.
+        self.store_path = os.fspath(store_path)
+        self.path = meta["text_path"]
+        self._meta = meta
+        self._kernel = kernel
+        self._events = None
+        self._features = None
+        self._columns = columns  # None: every column
+        self.nr_cpus = int(meta["nr_cpus"])
+        self.skipped_lines = int(meta["skipped_lines"])
+        self.skipped_examples = list(meta["skipped_examples"])
+        self.lost_events = int(meta["lost_events"])
+
+    def _load(self) -> None:
+        events = read_store(self.store_path, columns=self._columns)
+        self._events, self._features = detect(events, self.path, source=self._meta["source"], kernel=self._kernel)
+
+    def narrowed(self, columns) -> "StoredTrace":
+        """The same trace, whose events will hold only ``columns`` (those it
+        has): what a consumer that names its columns needs loaded."""
+        return StoredTrace(self.store_path, self._meta, kernel=self._kernel, columns=list(columns))
+
+    @property
+    def events(self) -> pd.DataFrame:
+        if self._events is None:
+            self._load()
+        return self._events
+
+    @property
+    def features(self):
+        if self._features is None:
+            self._load()
+        return self._features
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the events have been read into memory."""
+        return self._events is not None
+
+    def event_counts(self) -> pd.Series:
+        if self.loaded:
+            return super().event_counts()
+        names = self._meta["categories"].get("event", [])
+        counts = [self._meta["event_counts"].get(n, 0) for n in names]
+        index = pd.CategoricalIndex(names, categories=names, name="event")
+        counts = pd.Series(counts, index=index, dtype="int64", name="count")
+        return counts[counts > 0].sort_values(ascending=False, kind="stable")
+
+    def of(self, event: str) -> pd.DataFrame:
+        # Before the events are loaded, an event whose columns detect() may
+        # rewrite (names, flags, a derived bucket_expiry: facts of the whole
+        # trace) loads them; any other comes from the store alone, indexed
+        # by its rows' positions as in ``events``.
+        schema = _core.ftrace_schema()
+        own = [col for _key, col, _kind, _req in schema.get(event, [])]
+        if self.loaded or self._columns is not None or event not in self._meta["event_counts"] \
+                or set(own) & _REWRITTEN:
+            return super().of(event)
+        positions = np.flatnonzero(read_store(self.store_path, columns=["event"])["event"] == event)
+        rows = read_store(self.store_path, events=[event]).set_axis(positions)
+        cols = [c for c in _LINE_COLUMNS + ["tgid"] + own if c in rows.columns]
+        if "payload" in rows.columns and rows["payload"].notna().any():
+            cols.append("payload")
+        return rows[cols]
+
+    @property
+    def duration_ns(self) -> int:
+        lo, hi = self._meta["ts_min_ns"], self._meta["ts_max_ns"]
+        return int(hi - lo) if lo is not None else 0
+
+    def __repr__(self) -> str:
+        m = self._meta
+        span = "no events"
+        if m["ts_min_ns"] is not None:
+            first, last = m["ts_min_ns"], m["ts_max_ns"]
+            span = f"{first / 1e9:.6f} s .. {last / 1e9:.6f} s ({(last - first) / 1e9:.3f} s)"
+        skipped = f", {self.skipped_lines} lines skipped" if self.skipped_lines else ""
+        kinds = sum(1 for c in m["event_counts"].values() if c)
+        return (f"StoredTrace({self.store_path!r}: {m['rows']} events of {kinds} kinds, "
+                f"{self.nr_cpus} CPUs, {span}{skipped})")
+
+
+def open_trace(path, *, kernel: str | None = None) -> StoredTrace:
+    """The trace in store ``path`` (written by :func:`timerlab.trace.convert`
+    or ``timerlab convert``), opened lazily. Raises FileNotFoundError, or
+    StoreError naming the file if it is not a complete store."""
+    if kernel is not None:
+        from ..kernel import parse_kernel
+        parse_kernel(kernel)
+    name = os.fspath(path)
+    return StoredTrace(name, store_metadata(name), kernel=kernel)
