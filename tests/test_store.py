@@ -37,6 +37,15 @@ def test_reopened_store_equals_the_text_every_column_every_row(mixed16, mixed16_
     assert tr.features == mixed16.features and tr.kernel == mixed16.kernel
 
 
+def test_a_trace_dat_converts_to_the_same_store(tmp_path):
+    """`timerlab convert` takes trace-cmd's trace.dat too: the store re-opens
+    as the .dat reads (every column, every row)."""
+    dat = TRACE_DIR / "vm2-cyclictest.v7.dat"
+    direct, stored = tl.read_ftrace(dat), tl.read_ftrace(convert(dat, tmp_path / "dat.parquet", rows_per_group=9_000))
+    assert isinstance(stored, StoredTrace) and stored.nr_cpus == direct.nr_cpus
+    pd.testing.assert_frame_equal(stored.events, direct.events)
+
+
 @pytest.mark.parametrize("event", ["sched_switch", "timer_start", "tmigr_cpu_idle"])
 def test_one_event_from_the_store_equals_of(mixed16, mixed16_store, event):
     pd.testing.assert_frame_equal(open_trace(mixed16_store).of(event), mixed16.of(event))

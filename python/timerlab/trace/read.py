@@ -245,6 +245,13 @@ def _parse(name: str, strict: bool, each=None, stacklevel: int = 2):
 
 
 def _read_dat(name: str, *, strict: bool, kernel, buffer: str) -> Trace:
+    parser, skipped, examples = _parse_dat(name, strict, buffer, stacklevel=4)
+    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples, parser.lost_events,
+                 source="trace-cmd report", kernel=kernel)
+
+
+def _parse_dat(name: str, strict: bool, buffer: str = "", stacklevel: int = 2):
+    """(parser, skipped records, their examples) of a trace.dat, as _parse gives them for text."""
     try:
         parser, _dat = read_dat(name, buffer=buffer, strict=strict)
     except DatError as e:
@@ -253,9 +260,8 @@ def _read_dat(name: str, *, strict: bool, kernel, buffer: str) -> Trace:
         raise TraceFormatError(f"{name}: record {parser.error_line}: {parser.error_reason}")
     skipped, examples = parser.skipped_lines, [e.replace("line ", "record ", 1) for e in parser.skipped_examples]
     if skipped:
-        warnings.warn(f"{name}: skipped {skipped} records, e.g. {examples[0]}", stacklevel=3)
-    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples, parser.lost_events,
-                 source="trace-cmd report", kernel=kernel)
+        warnings.warn(f"{name}: skipped {skipped} records, e.g. {examples[0]}", stacklevel=stacklevel)
+    return parser, skipped, examples
 
 
 def _open(name: str):

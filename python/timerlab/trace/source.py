@@ -114,7 +114,7 @@ def open_text(name: str, chunk_bytes: int = CHUNK_BYTES):
     try:
         head = f.read(16)
         if head.startswith(_TRACE_DAT_MAGIC):
-            raise NotAFile(f"a binary trace-cmd trace.dat; read the text of `trace-cmd report {name}` instead")
+            raise NotAFile("a binary trace-cmd trace.dat, not text: tl.read_ftrace(path) reads it")
         kind = kind_of(name, head)
         f.seek(0)
     except BaseException:

@@ -139,13 +139,14 @@ class _Writer:
 
 
 def convert(trace, out, *, strict: bool = True, rows_per_group: int = ROWS_PER_GROUP, progress=None) -> str:
-    """Parse the ftrace text file ``trace`` (as :func:`read_ftrace` reads it)
+    """Parse the ftrace text file or trace.dat ``trace`` (as :func:`read_ftrace` reads it)
     into the store ``out`` (one Parquet file), a row group at a time: memory
     stays bounded by ``rows_per_group`` rows, whatever the trace's size.
     ``progress(lines)``, if given, is called after each chunk of text with
     the lines parsed so far.
     Returns ``out``. Raises what read_ftrace raises for the text."""
-    from .read import _parse
+    from .dat import is_trace_dat
+    from .read import _parse, _parse_dat
 
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False, not {strict!r}")
@@ -168,11 +169,16 @@ def convert(trace, out, *, strict: bool = True, rows_per_group: int = ROWS_PER_G
             progress(parser.lines)
 
     try:
-        parser, skipped, examples = _parse(name, strict, each, stacklevel=3)
+        if is_trace_dat(name):  # decoded whole (the binary reader is not chunked), written in row groups
+            parser, skipped, examples = _parse_dat(name, strict, stacklevel=4)
+            dat = True
+        else:
+            parser, skipped, examples = _parse(name, strict, each, stacklevel=3)
+            dat = False
         w.write(parser.take())
         w.close({"nr_cpus": int(parser.nr_cpus), "lost_events": int(parser.lost_events),
                  "skipped_lines": int(skipped), "skipped_examples": list(examples),
-                 "source": "trace-cmd report" if parser.trace_cmd_header else "tracefs",
+                 "source": "trace-cmd report" if dat or parser.trace_cmd_header else "tracefs",
                  "text_path": os.path.abspath(name), "file_bytes": os.path.getsize(name)})
         os.replace(tmp, out)
     except BaseException:
