@@ -183,8 +183,8 @@ class Config:
         pending, limit = self.workload.pending_bound(self.topology, self.duration_ns), 4_000_000 + 4_096 * \
             self.topology.cpus
         if pending > limit:
-            raise ValueError(f"workload: its timers would reach about {pending:,.0f} pending at once (arming rate x "
-                             f"lifetime), over the engine's limit of {limit:,} for {self.topology.cpus} CPUs: lengthen "
+            raise ValueError(f"workload: its timers would reach about {pending:,.0f} pending (arming rate x "
+                             f"mean lifetime), over the engine's limit of {limit:,} for {self.topology.cpus} CPUs: lengthen "
                              "its tasks' run_ns + sleep_ns, shorten timeout_ns, raise cancel_p or arm fewer timeouts")
         # The engine's hrtimers of other releases may be named too (a replay's config
         # replaced with another kernel keeps its durations).

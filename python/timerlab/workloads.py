@@ -123,11 +123,12 @@ class Workload:
         return min(reqs) if reqs else None
 
     def pending_bound(self, topology, duration_ns: int) -> float:
-        """An upper bound on the timers its components keep pending at once
-        (Little's law: arming rate x lifetime, the lifetime at most the run):
-        a task arms its timeouts once per run + sleep cycle at most (the
-        engine adds context switches and latencies, never removes time), a
-        cancelled timeout lives at most its mean delay to the cancel."""
+        """An upper bound on how many timers its components keep pending on
+        average (Little's law: arming rate x mean lifetime, the lifetime at
+        most the run): a task arms its timeouts once per run + sleep cycle at
+        most (the engine adds context switches and latencies, never removes
+        time), a cancelled timeout lives at most its mean delay to the
+        cancel. The count at one instant fluctuates around that mean."""
         total = 0.0
         for c in self.components:
             p = c.params
