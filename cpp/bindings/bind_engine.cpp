@@ -286,6 +286,8 @@ void poll_from_engine(SimConfig& cfg, std::optional<double> time_limit_s, bool& 
 void register_engine(py::module_& m) {
   py::register_exception<RunawayError>(m, "RunawayError", PyExc_RuntimeError);
   py::register_exception<Interrupted>(m, "Interrupted", PyExc_RuntimeError);
+  // The guard's default limit on timers pending + work queued (Config refuses a workload bound to pass it).
+  m.def("guard_pending_limit", [](unsigned nr_cpus) { return GuardSpec{}.pending_limit(nr_cpus); }, py::arg("nr_cpus"));
   m.def(
       "simulate",
       [](const py::dict& config, std::optional<double> time_limit_s) {

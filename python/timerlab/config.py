@@ -6,6 +6,7 @@ naming the option and what is allowed. A Config is immutable:
 """
 from __future__ import annotations
 
+from . import _core
 from ._checks import check_choice, check_hz, check_int
 from .callbacks import HRTIMER_DEFAULT_NS, check_callback_ns, per_function
 from .kernel import kernel_has, parse_kernel, tick_function
@@ -177,11 +178,10 @@ class Config:
             set_(flag, args[flag])
         # Resolve the workload's CPU sets now, so that a bad one fails here.
         names = self.workload.to_core(self.topology, self.irq_ns)["function_names"] + self._engine_hrtimers()
-        # The engine's runaway guard (guard.hpp, GuardSpec::pending_limit) stops a
-        # run whose pending timers pass 4,000,000 + 4,096 per CPU; a workload
-        # bound to pass it is refused here, before anything runs.
-        pending, limit = self.workload.pending_bound(self.topology, self.duration_ns), 4_000_000 + 4_096 * \
-            self.topology.cpus
+        # The engine's runaway guard (guard.hpp) stops a run whose pending timers
+        # pass its limit; a workload bound to pass it is refused here, before anything runs.
+        pending = self.workload.pending_bound(self.topology, self.duration_ns)
+        limit = _core.guard_pending_limit(self.topology.cpus)
         if pending > limit:
             raise ValueError(f"workload: its timers would reach about {pending:,.0f} pending (arming rate x "
                              f"mean lifetime), over the engine's limit of {limit:,} for {self.topology.cpus} CPUs: lengthen "

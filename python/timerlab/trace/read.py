@@ -311,16 +311,21 @@ def _chunks_in_background(name: str):
         reader.join()
 
 
+def category_index(categories) -> pd.Index:
+    """The categories of a column as an Index; bytes that were not UTF-8 (kept
+    as surrogates) cannot be a string Index: an object one then."""
+    try:
+        return pd.Index(categories)
+    except UnicodeEncodeError:
+        return pd.Index(categories, dtype=object)
+
+
 def _frame(cols: dict) -> pd.DataFrame:
     """The DataFrame of the columns FtraceParser.take() returned. NumPy arrays and
     IntegerArrays wrap the C++ buffers without copying; Categoricals may narrow
     their int32 codes to a smaller dtype."""
     def categorical(codes, categories):
-        try:
-            index = pd.Index(categories)
-        except UnicodeEncodeError:  # bytes that are not UTF-8 (kept as surrogates)
-            index = pd.Index(categories, dtype=object)
-        return pd.Categorical.from_codes(codes, categories=index)
+        return pd.Categorical.from_codes(codes, categories=category_index(categories))
 
     data = {
         "ts_ns": cols["ts_ns"],

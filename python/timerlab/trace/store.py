@@ -313,10 +313,9 @@ def _to_frame(table: pa.Table, meta: dict) -> pd.DataFrame:
 def _categorical(col: pa.ChunkedArray, categories: list) -> pd.Categorical:
     """Codes into the trace's own category list (the order the text reader
     gives), from row groups that each carry their own dictionary."""
-    try:
-        index = pd.Index(categories)
-    except UnicodeEncodeError:  # as read.py: values that were not UTF-8
-        index = pd.Index(categories, dtype=object)
+    from .read import category_index
+
+    index = category_index(categories)
     position = {c: i for i, c in enumerate(categories)}
     parts = []
     for chunk in col.chunks:
