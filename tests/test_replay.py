@@ -297,16 +297,22 @@ def test_validate_32cpu_and_the_vm_traces(traces):
     """32 CPUs, 3 levels: measured 96.7 % expiring CPU, 99.6 % idle entries,
     99.6 % tick stops, 99.8 % hand-overs. The 2-CPU VM's CPU 1 logs no
     cpu_idle nor tick_stop, but its tick decisions show: a tick re-armed
-    periodically while swapper runs was kept. With them, 96.9 % expiring
-    CPU on the fsync trace, 85.3 % on the idle one (there the hierarchy's
+    periodically while swapper runs was kept. With them, 97.0 % expiring
+    CPU on the fsync trace, 86.9 % on the idle one (there the hierarchy's
     active mask shows CPU 1 inactive while its tick runs, which the model
     cannot be: the rest); the report counts the disagreements involving
-    CPU 1 (17 of 49, 52 of 103)."""
+    CPU 1 (15 of 47, 40 of 92)."""
     rep = tl.validate(traces["qemu-6.12.95-32cpu-2node-mixed.trace.txt.xz"])
     assert rep.expiring_cpu.agreement >= 0.95 and rep.idle_entries.agreement >= 0.95
     assert rep.tick_stops.agreement >= 0.95 and rep.tmigr.agreement >= 0.95
     fsync, idle = (tl.validate(traces[f"vm2-{n}-hz250.trace.txt.xz"]) for n in ("fsync-sleep", "idle"))
     assert fsync.expiring_cpu.agreement >= 0.95 and idle.expiring_cpu.agreement >= 0.8
+    # CPU 0 often enters idle with its switch to the idle task unlogged (615 times on the idle trace): the
+    # replay ends the busy period there. Read as busy, the CPU missed those idle periods' wakeups (the
+    # idle trace: 78.8 % idle entries, 78.5 % tick stops, 83.2 % hrtimer wakeups on CPU 0).
+    for vm in (fsync, idle):
+        assert vm.idle_entries.agreement >= 0.98 and vm.tick_stops.agreement >= 0.98
+        assert vm.hrtimer_wakeups.agreeing == vm.hrtimer_wakeups.compared == 1  # CPU 0 >= 95 %, in the note
     for vm in (fsync, idle):
         x = vm.expiring_cpu.disagreements
         blind = (x["base_cpu"] == 1) | (x["cpu_trace"] == 1)
