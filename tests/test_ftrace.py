@@ -94,7 +94,7 @@ def test_every_field_of_every_row(real):
     path, trace, text = real
     ev = trace.events
     columns = {name: ev[name].astype(object).where(ev[name].notna(), None).tolist()
-               for name in ev.columns[6:]}
+               for name in ev.columns[6:] if name not in ("tgid", "latency_flags")}
     checked = 0
     for row, (_, _, event, payload) in enumerate(simple_events(text)):
         fields = simple_fields(event, payload)
@@ -121,6 +121,7 @@ def test_specific_lines():
     assert r["timer"] == 0x8E790473 and r["function"] == "delayed_work_timer_fn"
     assert (r["expires_jiffies"], r["timeout_jiffies"], r["bucket_expiry_jiffies"]) == (4294943497, 249, 4294943504)
     assert (r["base_cpu"], r["idx"], r["flags"]) == (1, 98, "D|P|I")
+    assert r["latency_flags"] == "d..1." and ev.loc[1218, "latency_flags"] == "dNh4."  # sched_wakeup in an irq
     assert pd.isna(r["now_jiffies"]) and pd.isna(r["state"])
     r = ev.loc[385]  # tmigr_group_set_cpu_inactive: ... active=0 migrator=ff parent=0000000000000000
     assert (r["active"], r["migrator"], r["parent"], r["childmask"]) == (0, 0xFF, 0, 1)
@@ -139,7 +140,8 @@ def test_trace_api(real):
     assert trace.path == str(path)
     starts = trace.of("timer_start") if "timer_start" in trace.event_counts() else trace.of("tmigr_group_set")
     assert (starts["event"] == starts["event"].iloc[0]).all()
-    assert set(starts.columns) - set(LINE_COLUMNS) == {c for _, c, _, _ in SCHEMA[starts["event"].iloc[0]]}
+    assert set(starts.columns) - set(LINE_COLUMNS) - {"latency_flags"} == \
+        {c for _, c, _, _ in SCHEMA[starts["event"].iloc[0]]}
     assert starts.index.isin(trace.events.index).all()
     assert "events" in repr(trace) and f"{trace.nr_cpus} CPUs" in repr(trace) and path.name in repr(trace)
     assert trace.duration_ns == trace.events["ts_ns"].max() - trace.events["ts_ns"].min()
@@ -212,7 +214,9 @@ def test_trace_cmd_report_matches_tracefs(tmp_path):
     for col in ["ts_ns", "cpu", "task", "pid", "event"]:
         pd.testing.assert_series_equal(b.events[col], a.events[col], check_categorical=False)
     plugin_dropped = {"hrtimer_start": {"mode", "was_armed"}, "hrtimer_expire_entry": {"function"}}
-    for col in a.events.columns[6:]:
+    # tracefs prints the latency flags; trace-cmd report only with -l.
+    assert "latency_flags" in a.events and "latency_flags" not in b.events
+    for col in a.events.columns.drop("latency_flags")[6:]:
         x = a.events[col]
         y = b.events[col] if col in b.events else pd.Series(pd.NA, index=x.index, dtype=object)
         if col == "prev_state":
@@ -325,7 +329,8 @@ def test_unknown_events_keep_their_payload(tmp_path):
     assert ev["payload"].dtype == object
     assert ev["payload"].tolist() == ["irq=11 name=virtio0", None, "timer=0000000000000011 newkey=5"]
     assert ev["timer"].tolist() == [pd.NA, 16, 17]
-    assert list(trace.of("irq_handler_entry").columns) == LINE_COLUMNS + ["payload"]
+    assert list(trace.of("irq_handler_entry").columns) == LINE_COLUMNS + ["latency_flags", "payload"]
+    assert ev["latency_flags"].tolist() == ["d..2.", "d..2.", "d..2."]
     assert trace.nr_cpus == 2
 
 

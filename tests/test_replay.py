@@ -183,6 +183,29 @@ def test_validate_an_almost_idle_machine():
     assert any("races" in n and "wake order" in n for n in rep.notes)
     race = rep.expiring_cpu_race.disagreements
     assert {"holders_trace", "holders_sim", "jaccard"} <= set(race.columns)
+    assert rep.hrtimer.agreement >= 0.99 and rep.hrtimer_wakeups.agreement >= 0.98
+
+
+def test_a_cpu_that_pulls_its_task_stays_idle_cpu_until_need_resched(idle16):
+    """Line 6600 of the idle trace: CPU 13, woken by its tick, pulls
+    kcompactd1 from CPU 15 in its SCHED softirq (no sched_wakeup) and there
+    re-arms CPU 15's fair-server dl_task_timer. idle_cpu(13) is still true
+    (need-resched shows only at its idle exit), so get_nohz_timer_target
+    finds busy CPU 15. The replay keeps CPU 13 idle_cpu() until the trace's
+    need-resched (busy_start's runnable delay); without the latency flags it
+    cannot tell, and the timer stays on CPU 13 (2 of 145 hrtimer expiries
+    on the wrong CPU). Likewise, an idle-loop exit stays out of idle as long
+    as the kernel's CPU did, so the inactive_task_timer it arms expires
+    before the next idle entry (CPUs 0 and 1)."""
+    rep = tl.validate(idle16)
+    assert rep.hrtimer.agreement == 1.0
+    no_flags = tl.Trace(idle16.path, idle16.events.drop(columns="latency_flags"), idle16.nr_cpus)
+    blind = tl.validate(no_flags)
+    x = blind.hrtimer.disagreements
+    assert len(x) == 2 and (x["function"] == "dl_task_timer").all() and (x["cpu_sim"] == 13).all()
+    assert (x["cpu_expired"] == 15).all()
+    low = rep.hrtimer_wakeups.disagreements
+    assert not (low["function"] == "inactive_task_timer").any()
 
 
 def test_cpus_woken_by_one_tick_idle_again_in_the_kernels_order(traces):

@@ -56,6 +56,7 @@ Engine::Engine(const SimConfig& cfg)
       queue_(topo_.nr_cpus()),
       busy_(topo_.nr_cpus()),
       nonidle_(topo_.nr_cpus()),
+      pulled_(topo_.nr_cpus()),
       hr_(topo_.nr_cpus(), HrtimerPolicy{cfg.timer_migration, cfg.hrtimer_keep_local}, *this) {
   const unsigned n = topo_.nr_cpus();
   now_ = cfg_.start_ns;
@@ -463,13 +464,32 @@ unsigned Engine::get_nohz_timer_target(unsigned cpu) {
   // a task, and for one a task was just woken onto (nr_running, ttwu_pending).
   double& overhead = res_.cpus[cpu].timer_overhead_ns;
   overhead += cfg_.overhead.push_target_ns;
-  if (nonidle_.test(cpu)) return cpu;
+  const CpuMask& busy = any_pulled_ ? placement_busy() : nonidle_;
+  if (busy.test(cpu)) return cpu;
   for (const CpuMask* span : topo_.domains_of(cpu)) {
     overhead += cfg_.overhead.push_domain_ns;
-    const int i = span->first_and_not(nonidle_, cpu);
+    const int i = span->first_and_not(busy, cpu);
     if (i >= 0) return static_cast<unsigned>(i);
   }
   return cpu;
+}
+
+const CpuMask& Engine::placement_busy() {
+  // A replayed CPU that pulled its task (busy_start with a runnable delay)
+  // runs the simulation's idle-loop exit at once, but the kernel's rq had no
+  // task yet: idle_cpu() stays true until the trace's need-resched.
+  placement_busy_ = nonidle_;
+  any_pulled_ = false;
+  for (unsigned c = 0; c < topo_.nr_cpus(); ++c) {
+    if (!pulled_.test(c)) continue;
+    if (now_ < cpus_[c].idle_cpu_until_ns) {
+      placement_busy_.clear(c);
+      any_pulled_ = true;
+    } else {
+      pulled_.clear(c);
+    }
+  }
+  return placement_busy_;
 }
 
 void Engine::trigger_dyntick_cpu(TimerBase& base, TimerId t, bool new_first) {

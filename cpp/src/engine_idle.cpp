@@ -295,6 +295,15 @@ void Engine::irq_done(unsigned cpu) {
   // the traces keep the tick at the next idle entry then, as after a task
   // (82 of 82 such entries on the 16-CPU idle trace): the same window.
   if (cfg_.rcu_needs_cpu) cs.rcu_pending = true;
+  if (now_ < cs.exit_stay_until_ns && cs.runq.empty() && !cs.script_busy && !cs.always_busy) {
+    // A replayed idle-loop exit with nothing to run: the trace's CPU spent
+    // this long in schedule() (the fair server's bookkeeping arms its
+    // inactive_task_timer there) before it idled again. Still idle_cpu().
+    account(cpu);
+    cs.act = Activity::run;
+    push_work(cpu, {cs.exit_stay_until_ns, work_resched, 0});
+    return;
+  }
   run_next_task(cpu);
 }
 

@@ -61,6 +61,11 @@ struct CpuState {
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
   bool preempt_pending = false;  // a higher priority woken in this clock interrupt
   bool wake_pending = false;  // a task was woken onto this idle CPU and has not run yet
+  // A replayed busy_start whose task the CPU pulled itself: until then it
+  // is still idle_cpu() to get_nohz_timer_target (replay only).
+  std::int64_t idle_cpu_until_ns = 0;
+  // A replayed idle_exit: the CPU idles again no earlier than this.
+  std::int64_t exit_stay_until_ns = 0;
   bool irq_for_work = false;   // in an interrupt from idle whose work item is not yet served
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool remote_more = false;    // let go of the hierarchy mid-way (remote_yield): back at irq end
@@ -328,6 +333,10 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   CpuQueue queue_;
   CpuMask busy_;     // CPUs running a task
   CpuMask nonidle_;  // not idle_cpu(): running a task, or one was woken onto it
+  CpuMask pulled_;   // CPUs whose idle_cpu_until_ns may be ahead (replay)
+  CpuMask placement_busy_;  // scratch: nonidle_ without the CPUs still idle_cpu() by pulled_
+  bool any_pulled_ = false;
+  const CpuMask& placement_busy();
   std::vector<unsigned> node_idle_, node_size_;  // CPUs in an idle state, per node (package)
   std::vector<TaskState> tasks_;
   std::vector<Rng> stream_rng_, periodic_rng_, remote_rng_, wake_rng_;

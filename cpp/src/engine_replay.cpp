@@ -318,9 +318,16 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
     }
     case ScriptOp::busy_start:
       cs.script_busy = true;
+      if (it.duration_ns > 0 && cs.act != Activity::run) {
+        cs.idle_cpu_until_ns = now_ + it.duration_ns;
+        pulled_.set(cpu);
+        any_pulled_ = true;
+      }
       if (cs.act == Activity::irq) {
         cs.need_resched = true;  // leave the idle loop now
         cs.irq_end = now_;
+      } else if (cs.running < 0 && !busy_.test(cpu)) {
+        run_next_task(cpu);  // out of the idle loop after an idle_exit, not yet idle again
       }  // running already: nothing changes
       break;
     case ScriptOp::idle_start:
@@ -382,7 +389,8 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
     case ScriptOp::idle_exit:
       // need_resched with nothing to run: do_idle leaves its loop when the
       // interrupt ends (irq_done), and the hierarchy sees the CPU active at
-      // once, as in the trace; the time it then stays awake is not replayed.
+      // once, as in the trace; it idles again when the trace's CPU did.
+      cs.exit_stay_until_ns = now_ + it.duration_ns;
       interrupt(cpu);
       if (cs.act == Activity::irq && cs.in_idle_loop) cs.need_resched = true;
       break;

@@ -370,7 +370,10 @@ bool FtraceParser::frame(std::string_view line, Framed& f, std::string& why) con
     return false;
   }
   std::string_view ts = token(i);
-  if (!ts.empty() && ts.back() != ':') ts = token(i);  // that was the flags column
+  if (!ts.empty() && ts.back() != ':') {  // that was the flags column
+    f.latency_flags = ts;
+    ts = token(i);
+  }
   if (ts.empty()) {
     why = "no timestamp";
     return false;
@@ -755,6 +758,15 @@ void FtraceParser::commit(const Framed& f, std::int32_t event_code, int spec_idx
       col.values.push_back(std::bit_cast<std::uint64_t>(f.tgid));
     }
   }
+  if (!f.latency_flags.empty()) {
+    if (latency_flags_column_ < 0) {
+      new_column("latency_flags", ColumnStorage::Category);
+      latency_flags_column_ = static_cast<int>(columns_.size() - 1);
+    }
+    SparseColumn& col = columns_[static_cast<std::size_t>(latency_flags_column_)];
+    col.rows.push_back(row);
+    col.values.push_back(static_cast<std::uint64_t>(col.strings.intern(f.latency_flags)));
+  }
   if (spec_idx >= 0) {
     const std::size_t nf = ftrace_schema()[static_cast<std::size_t>(spec_idx)].fields.size();
     for (std::size_t k = 0; k < nf; ++k) {
@@ -832,9 +844,9 @@ FtraceTable FtraceParser::take() {
     for (std::int32_t& code : t.event) code = renumber[static_cast<std::size_t>(code)];
   }
 
-  // Columns in a fixed order whatever the file: tgid, then as the schema
-  // first names them.
-  std::unordered_map<std::string_view, int> rank{{"tgid", -1}};
+  // Columns in a fixed order whatever the file: tgid, latency_flags, then as
+  // the schema first names them.
+  std::unordered_map<std::string_view, int> rank{{"tgid", -2}, {"latency_flags", -1}};
   for (const EventSpec& e : ftrace_schema()) {
     for (const FieldSpec& fs : e.fields) rank.emplace(fs.column, static_cast<int>(rank.size()));
   }
@@ -863,6 +875,7 @@ FtraceTable FtraceParser::take() {
   spec_of_code_.clear();
   columns_.clear();
   tgid_column_ = -1;
+  latency_flags_column_ = -1;
   column_by_name_.clear();
   for (auto& v : column_of_field_) std::fill(v.begin(), v.end(), -1);
   payload_rows_.clear();

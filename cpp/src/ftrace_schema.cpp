@@ -16,7 +16,8 @@ namespace {
 
 void check_schema(const std::vector<EventSpec>& schema) {
   static constexpr std::string_view kLineColumns[] = {"ts_ns", "cpu",  "task",   "pid",
-                                                      "event", "line", "payload", "tgid"};
+                                                      "event", "line", "payload", "tgid",
+                                                      "latency_flags"};
   std::unordered_map<std::string_view, ColumnStorage> storage;
   std::unordered_set<std::string_view> names;
   for (const EventSpec& e : schema) {

@@ -68,6 +68,7 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
         if (it.flags == 0 && it.target_cpu >= nr_cpus) bad(i, "jiffies_duty: CPU " + std::to_string(it.target_cpu) + " does not exist");
         break;
       case ScriptOp::busy_start:
+        if (it.duration_ns < 0 || it.duration_ns > 1'000'000'000'000) bad(i, "runnable delay must be in [0, 1000 s]");
         if (it.flags > kScriptWokenByHrtimer) bad(i, "busy_start flags must be 0, 1 (woken by timer `key`) or 2 (by hrtimer `key`)");
         if (it.flags == kScriptWokenByTimer && it.key >= nr_keys) bad(i, "timer key " + std::to_string(it.key) + " >= nr_keys " + std::to_string(nr_keys));
         if (it.flags == kScriptWokenByHrtimer && it.key >= nr_hrtimer_keys) bad_hr_key(i, it.key);

@@ -22,6 +22,8 @@
 //   * comm may hold spaces, dashes and brackets: the `[cpu]` column is the
 //     first `[digits]` whose left side reads `-pid` (+ spaces, + optional
 //     tgid), so the pid is the digits after the LAST '-' before it;
+//   * the flags (irqs-off, need-resched, hardirq/softirq, preempt depth,
+//     ...) are kept whole as the category column `latency_flags`;
 //   * the timestamp becomes integer nanoseconds exactly (no floating point);
 //   * the payload is `key=value` tokens; a token `[key=value]` (timeout,
 //     action) counts as one; `==>` separates the halves of sched_switch.
@@ -212,8 +214,8 @@ struct FtraceTable {
   std::vector<std::int32_t> event;  // codes into event_names
   std::vector<std::string> task_names;
   std::vector<std::string> event_names;
-  // Payload columns that occur, in schema order; `tgid` first when the
-  // text had a tgid column.
+  // Payload columns that occur, in schema order; `tgid`, then
+  // `latency_flags`, first when the text had those columns.
   std::vector<FtraceColumn> fields;
   // Raw payloads: row payload_rows[i] has text
   // payload_blob[payload_ends[i-1] .. payload_ends[i]).
@@ -279,6 +281,7 @@ class FtraceParser {
     bool tgid_missing = false;  // `(-------)`
     std::int64_t tgid = 0;
     std::int64_t ts_ns = 0;
+    std::string_view latency_flags;  // tracefs' `dNh1.` column; empty in trace-cmd report's text
     std::string_view event;
     std::string_view payload;
   };
@@ -353,6 +356,7 @@ class FtraceParser {
   Interner event_names_;
   std::deque<SparseColumn> columns_;  // deque: references stay valid as it grows
   int tgid_column_ = -1;
+  int latency_flags_column_ = -1;
   std::vector<std::int64_t> payload_rows_;
   std::vector<std::size_t> payload_ends_;
   std::string payload_blob_;

@@ -153,6 +153,10 @@ struct LoopSpec {
 //                 that timer — on its CPU, or after a reschedule IPI from
 //                 the CPU that expired it — and the task's run (this CPU's
 //                 items up to the next idle_start) moves with it
+//                 duration_ns > 0: no task was woken onto the CPU; it
+//                 pulled one (the load balancer in its SCHED softirq) or was
+//                 handed one, and stays idle_cpu() to get_nohz_timer_target
+//                 for duration_ns, until the trace showed need-resched
 //   idle_start    the CPU stops running tasks (enters the idle loop)
 //   external_irq  a device interrupt keeping the CPU awake duration_ns from
 //                 its arrival (an idle CPU's exit latency included)
@@ -231,7 +235,8 @@ struct ScriptItem {
                                   // tick_delay: kScriptStoppedTick
   std::uint16_t function = 0;     // arm
   std::uint32_t target_cpu = 0;   // arm: the base's CPU in the trace; jiffies_duty: the new holder
-  std::int64_t duration_ns = 0;   // external_irq, idle_exit, tick_delay; arm: its callback's
+  std::int64_t duration_ns = 0;   // external_irq, idle_exit, tick_delay; arm: its callback's;
+                                  // busy_start: how long the CPU stays idle_cpu()
   ArmPlace place = ArmPlace::policy;  // arm, hrtimer_arm
   std::int64_t late_ns = -1;          // hrtimer_arm: its traced lateness waking an idle CPU (-1: none)
 };

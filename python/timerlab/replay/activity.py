@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column
+from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, need_resched
 from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
 from .clocks import tick_events
 
@@ -91,23 +91,35 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     rows, state, first, missing = [], {}, {}, set()
     event, cpu, ts, line = column(ev, "event"), column(ev, "cpu"), column(ev, "ts_ns"), column(ev, "line")
     pid, prev_pid, next_pid = column(ev, "pid"), column(ev, "prev_pid"), column(ev, "next_pid")
-    idle_state, now_ns = column(ev, "state"), column(ev, "now_ns")
+    idle_state, now_ns, target = column(ev, "state"), column(ev, "now_ns"), column(ev, "target_cpu")
+    need = need_resched(ev)
     wake = {}  # CPU -> (ts, line) of the first event after its latest idle entry
+    # CPU -> [flags known, ts when a task was first enqueued on it (None before)] since it woke, for
+    # the time it stays idle_cpu(); absent: the interrupt found need-resched already set.
+    pulled = {}
     for i, e in enumerate(event):
         c = cpu[i]
         if c not in first:
             first[c] = pid[i]
+        w = target[i] if e == "sched_wakeup" else c if need[i] else None
+        if w is not None and w in pulled and pulled[w][1] is None:
+            pulled[w][1] = ts[i]
         if e == "cpu_idle":
             if idle_state[i] != CPU_IDLE_EXIT:
                 wake[c] = None
+                pulled.pop(c, None)
                 if state.get(c) == "busy":
                     # Only the idle task enters an idle state: the switch to it went unlogged.
                     rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
                     state[c] = "idle"
             elif wake.get(c, 0) is None:
                 wake[c] = (ts[i], line[i])
+                if not need[i]:
+                    pulled[c] = [need[i] is not None, None]
             continue
         if wake.get(c, 0) is None:
+            if not need[i]:
+                pulled[c] = [need[i] is not None, ts[i] if e == "sched_wakeup" and target[i] == c else None]
             # The handler's own time: its clock reading (now=) may come long before it runs (a vCPU
             # descheduled in between), and the simulated tick fires when the handler ran (clocks.py).
             ran = e == "hrtimer_expire_entry" and now_ns[i] is not None
@@ -117,8 +129,12 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
             if prev_pid[i] == 0 and next_pid[i] != 0:
                 if state.get(c) != "busy":
                     t, ln = (wake.get(c) or (ts[i], line[i])) if c in idle_cpus else (ts[i], line[i])
+                    # idle_cpu() until a task was enqueued: a sched_wakeup, or need-resched seen (the CPU
+                    # pulled one itself, or was handed one), else the switch; without flags, a wakeup only.
+                    known, enq = pulled.pop(c, (False, None))
+                    runnable = (enq if enq is not None else ts[i] if known else t) - t
                     flag, key = woken_by.get(line[i], (0, 0))
-                    rows.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, 0))
+                    rows.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
                 state[c] = "busy"
                 wake.pop(c, None)
             elif next_pid[i] == 0 and prev_pid[i] != 0:

@@ -10,7 +10,7 @@ narrowed gives the report of the whole text.
 from __future__ import annotations
 
 TRACE_COLUMNS = (
-    "ts_ns", "cpu", "task", "pid", "event", "line", "tgid", "payload",
+    "ts_ns", "cpu", "task", "pid", "event", "line", "tgid", "latency_flags", "payload",
     "timer", "function", "expires_jiffies", "timeout_jiffies", "bucket_expiry_jiffies", "base_cpu", "idx", "flags",
     "now_jiffies", "baseclk_jiffies", "is_idle", "cpu_id", "success", "dependency", "hrtimer", "mode",
     "expires_ns", "softexpires_ns", "was_armed", "now_ns", "state", "prev_pid", "next_pid", "wakee_pid",

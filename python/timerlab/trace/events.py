@@ -39,6 +39,19 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
     return s.to_numpy(dtype=object, na_value=fill).tolist()
 
 
+def need_resched(ev: pd.DataFrame) -> list:
+    """Per row, whether the latency flags (``dNh1.``) show need-resched set —
+    their second character is not ``.`` (``N``, or one half of it, ``n`` /
+    ``p``, or a lazy variant) — as a Python list; None where the text had no
+    flags column (trace-cmd report without ``-l``, a trace.dat)."""
+    if "latency_flags" not in ev:
+        return [None] * len(ev)
+    s = ev["latency_flags"].astype("category")
+    cats = s.cat.categories.astype(str)
+    set_ = np.array([len(f) > 1 and f[1] != "." for f in cats] + [None], dtype=object)
+    return set_[s.cat.codes.to_numpy()].tolist()  # code -1 (no flags on that line) takes the last: None
+
+
 def expiry_detaches(event, cpu, timer) -> set:
     """Positions of timer_cancel lines that are the detach of an expiring timer
     (the kernel logs an expiry as timer_cancel then timer_expire_entry of the

@@ -91,7 +91,7 @@ class StoredTrace(Trace):
             return super().of(event)
         positions = np.flatnonzero(read_store(self.store_path, columns=["event"])["event"] == event)
         rows = read_store(self.store_path, events=[event]).set_axis(positions)
-        cols = [c for c in _LINE_COLUMNS + ["tgid"] + own if c in rows.columns]
+        cols = [c for c in _LINE_COLUMNS + ["tgid", "latency_flags"] + own if c in rows.columns]
         if "payload" in rows.columns and rows["payload"].notna().any():
             cols.append("payload")
         return rows[cols]

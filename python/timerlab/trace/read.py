@@ -17,6 +17,9 @@ task, pid  the task running there (categorical, int32)
 event      event name, without the system (categorical)
 line       1-based line number in the (decompressed) text (int64)
 tgid       thread-group id, if the text has that column (Int64; <NA> for ``(-------)``)
+latency_   tracefs' flags column as printed (``dNh1.``: irqs off, need-resched,
+flags      hard/soft irq, preempt depth; categorical), if the text has it
+           (trace-cmd report prints it with ``-l`` only)
 ...        one column per payload field that occurs in the file, units in the
            name (``expires_jiffies``, ``expires_ns``, ...); <NA> where an event
            does not have it. Numbers are nullable Int64/UInt64, kernel pointers
@@ -104,7 +107,7 @@ class Trace:
             raise ValueError(f"event={event!r} is not in {self.path}; events there: {sorted(names)}")
         rows = self.events[self.events["event"] == event]
         own = [col for _key, col, _kind, _req in schema.get(event, [])]
-        cols = [c for c in _LINE_COLUMNS + ["tgid"] + own if c in rows.columns]
+        cols = [c for c in _LINE_COLUMNS + ["tgid", "latency_flags"] + own if c in rows.columns]
         if "payload" in rows.columns and rows["payload"].notna().any():
             cols.append("payload")
         return rows[cols]

@@ -57,9 +57,10 @@ class StoreError(ValueError):
 
 
 def _field_storages() -> dict:
-    """column -> "Int64" | "UInt64" | "category", tgid first, then in the order
-    the C++ reader lays payload columns out (the schema's first mention)."""
-    out = {"tgid": "Int64"}
+    """column -> "Int64" | "UInt64" | "category", tgid and latency_flags first,
+    then in the order the C++ reader lays payload columns out (the schema's
+    first mention)."""
+    out = {"tgid": "Int64", "latency_flags": "category"}
     for fields in _core.ftrace_schema().values():
         for _key, col, kind, _req in fields:
             out.setdefault(col, _KIND_STORAGE[kind])
