@@ -113,3 +113,47 @@ TEST(ReplayHrtimer, BadItemsAreNamed) {
   c.workload.script.items = {w};
   expect_bad(c, "hrtimer key 5");
 }
+
+TEST(ReplayHrtimer, ACpuThatPulledItsTaskIsIdleCpuUntilItsRunnableDelayEnds) {
+  // CPU 1 leaves idle at 1050 ms for a task it pulls itself (no wakeup):
+  // busy_start with a runnable delay of 200 µs. An hrtimer armed there at
+  // 1050.1 ms finds CPU 1 still idle_cpu() and goes to busy CPU 0, as
+  // get_nohz_timer_target does (after CPU 0's tick at 1052 ms: not its
+  // first timer); armed after the delay, it stays on CPU 1.
+  auto expired_on = [](std::int64_t runnable_ns) {
+    SimConfig c = hr_config();
+    ScriptItem pulled = op(1050 * kMs, 1, ScriptOp::busy_start);
+    pulled.duration_ns = runnable_ns;
+    c.workload.script.items = {op(1000 * kMs, 0, ScriptOp::busy_start), pulled,
+                               hr_arm(1050 * kMs + 100'000, 1, 0, 1053 * kMs + 500'000)};
+    const SimResult r = simulate(c);
+    EXPECT_EQ(r.hrtimers.size(), 1u);
+    return r.hrtimers.empty() ? -1 : r.hrtimers[0].cpu_expired;
+  };
+  EXPECT_EQ(expired_on(200'000), 0);
+  EXPECT_EQ(expired_on(50'000), 1);
+  EXPECT_EQ(expired_on(0), 1);
+}
+
+TEST(ReplayHrtimer, AnIdleLoopExitStaysOutOfIdleAsLongAsTraced) {
+  // An idle_exit at 1050 ms whose CPU idled again 400 µs later in the
+  // trace: an hrtimer due 300 µs after it expires before that, so it ends
+  // no idle period; the CPU idles again at 1050.4 ms.
+  SimConfig c = hr_config();
+  ScriptItem exit = op(1050 * kMs, 1, ScriptOp::idle_exit);
+  exit.duration_ns = 400'000;
+  c.workload.script.items = {exit, hr_arm(1050 * kMs + 200'000, 1, 0, 1050 * kMs + 300'000, -1, HRTIMER_MODE_PINNED)};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.hrtimers.size(), 1u);
+  EXPECT_EQ(r.hrtimers[0].cpu_expired, 1);
+  const auto exits = idle_exits(r, 1);
+  EXPECT_EQ(std::find(exits.begin(), exits.end(), 1050 * kMs + 300'000), exits.end());
+  bool idled_again = false;
+  for (const EventRow& e : r.events) {
+    if (e.event == SimEvent::cpu_idle && e.cpu == 1 && e.v[0] != 4294967295ull && e.ts_ns >= 1050 * kMs + 400'000 &&
+        e.ts_ns < 1051 * kMs) {
+      idled_again = true;
+    }
+  }
+  EXPECT_TRUE(idled_again);
+}
