@@ -6,8 +6,10 @@ simulation's own), so that a what-if can move, pin, slack or coalesce them
 * ``hrtimer_arm`` items: the pointer's key, the absolute soft expiry and the
   window (a REL start is logged with its absolute expiry), the mode bits
   (PINNED/SOFT/HARD; REL is spent), the callback; ``own_base`` for a restart
-  from the timer's own callback (an hrtimer_start right after its
-  hrtimer_expire_entry on that CPU: __run_hrtimer re-queues it there);
+  from the timer's own callback (an hrtimer_start after its
+  hrtimer_expire_entry on that CPU, with no softirq, idle entry or exit,
+  switch or other expiry there in between: __run_hrtimer re-queues it
+  there);
   its expiry is an interrupt: what its callback did that the trace shows is
   the script's (a task it woke, below; an idle loop left without a task —
   6.12's fair-server ``dl_task_timer``, when it found fair work — is an
@@ -38,6 +40,9 @@ from ..trace.events import TICK_FUNCTIONS, column
 from ..trace.hrtimers import hrtimer_detaches
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
+# Events after which an hrtimer callback that ran on that CPU is over: a start
+# that follows is not its restart from __run_hrtimer.
+_CALLBACK_ENDS = ("softirq_entry", "cpu_idle", "sched_switch")
 # The core's hrtimer_arm flags: HRTIMER_MODE_* bits.
 _MODE_BITS = {"PINNED": 0x02, "SOFT": 0x04, "HARD": 0x08}
 
@@ -69,12 +74,13 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
     from .ops import OP_HR_ARM, OP_HR_CANCEL
 
     ticks = tick_pointers(run)
-    sel = run[run["event"].isin(HRTIMER_EVENTS)]
+    sel = run[run["event"].isin(HRTIMER_EVENTS + _CALLBACK_ENDS)]
     event, cpu, ts, line = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns"), column(sel, "line")
     ptr = [0 if p is None else int(p) for p in column(sel, "hrtimer")]
     function, mode = column(sel, "function", ""), column(sel, "mode")
     expires, softexp, now = column(sel, "expires_ns"), column(sel, "softexpires_ns"), column(sel, "now_ns")
-    detaches = hrtimer_detaches(event, cpu, ptr)
+    hr = [i for i, e in enumerate(event) if e in HRTIMER_EVENTS]  # the detaches are read off these alone
+    detaches = {hr[j] for j in hrtimer_detaches([event[i] for i in hr], [cpu[i] for i in hr], [ptr[i] for i in hr])}
     keys, pointers, rows, late, expiries, own = {}, [], [], {}, {}, set()
     armed = {}  # pointer -> (hard expiry, line) of its last start
     seen = {}  # pointer -> timestamp of its last event
@@ -91,7 +97,9 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
 
     for i, e in enumerate(event):
         p, c = ptr[i], cpu[i]
-        if p in ticks:
+        if e in _CALLBACK_ENDS or p in ticks:
+            if e != "hrtimer_start":
+                last_entry.pop(c, None)  # whatever callback ran there last is over
             continue
         since, seen[p] = seen.get(p), ts[i]
         if e == "hrtimer_start":
