@@ -318,7 +318,8 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
     }
     case ScriptOp::busy_start:
       cs.script_busy = true;
-      if (it.duration_ns > 0 && cs.act != Activity::run) {
+      // Not for a task already queued on its wake list (ttwu_pending: the waker's IPI came first).
+      if (it.duration_ns > 0 && cs.act != Activity::run && !cs.wake_pending) {
         cs.idle_cpu_until_ns = now_ + it.duration_ns;
         pulled_.set(cpu);
         any_pulled_ = true;

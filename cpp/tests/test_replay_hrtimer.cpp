@@ -133,6 +133,17 @@ TEST(ReplayHrtimer, ACpuThatPulledItsTaskIsIdleCpuUntilItsRunnableDelayEnds) {
   EXPECT_EQ(expired_on(200'000), 0);
   EXPECT_EQ(expired_on(50'000), 1);
   EXPECT_EQ(expired_on(0), 1);
+  // A task already queued on CPU 1's wake list (ttwu_pending, from the
+  // waker's IPI at 1049.8 ms): not idle_cpu(), whatever the delay.
+  SimConfig c = hr_config();
+  ScriptItem pulled = op(1050 * kMs, 1, ScriptOp::busy_start);
+  pulled.duration_ns = 200'000;
+  c.workload.script.items = {op(1000 * kMs, 0, ScriptOp::busy_start),
+                             op(1049 * kMs + 800'000, 1, ScriptOp::wake_pending), pulled,
+                             hr_arm(1050 * kMs + 100'000, 1, 0, 1053 * kMs + 500'000)};
+  const SimResult r = simulate(c);
+  ASSERT_EQ(r.hrtimers.size(), 1u);
+  EXPECT_EQ(r.hrtimers[0].cpu_expired, 1);
 }
 
 TEST(ReplayHrtimer, AnIdleLoopExitStaysOutOfIdleAsLongAsTraced) {

@@ -279,6 +279,15 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         if 0 <= target < nr_cpus:
             t = ts if pd.isna(prev) else max(int(prev) + 1, ts - 50_000)
             rows.append((t, line, target, OP_WAKE_PENDING, 0, 0, 0, 0, target, 0))
+    # A remote wakeup through the target's wake list marks it ttwu_pending when the waker queues the
+    # task and sends its IPI; the sched_wakeup line comes later, from the target's IPI handler.
+    if "callsite" in run:
+        ipi = run[(run["event"] == "ipi_send_cpu")
+                  & run["callsite"].astype(str).str.startswith("ttwu_queue_wakelist").fillna(False)]
+        for ts, line, target in zip(ipi["ts_ns"].tolist(), ipi["line"].tolist(),
+                                    ipi["target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
+            if 0 <= target < nr_cpus:
+                rows.append((ts, line, target, OP_WAKE_PENDING, 0, 0, 0, 0, target, 0))
     # Device interrupts (CPUs that log cpu_idle only).
     for ts, cpu, dur, line, op in device_interrupts(run, sorted(idle_cpus), initial_busy, set(hr_expiries)):
         rows.append((ts, line, cpu, op, 0, 0, 0, 0, cpu, dur))
