@@ -166,7 +166,7 @@ class CpuPages {
   std::int64_t lost_ = 0;
 };
 
-std::int64_t TraceDat::read(std::string_view name, FtraceParser& out) {
+std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direct) {
   const DatBuffer* buf = nullptr;
   for (const DatBuffer& b : buffers_) {
     if (b.name == name) buf = &b;
@@ -216,7 +216,7 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out) {
     }
     const auto raw = static_cast<std::size_t>(event_index_[id]);
     const EventFormat& ev = format(raw);
-    if (!bound[raw]) {
+    if (direct && !bound[raw]) {
       decoders[raw] = DirectDecoder::bind(ev);
       bound[raw] = 1;
     }
