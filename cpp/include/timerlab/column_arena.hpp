@@ -12,8 +12,8 @@
 //
 // ArenaAllocator<T> default-constructed (no arena) is plain operator new, so
 // a column vector can be built and grown as any other. Within an arena,
-// deallocation is a no-op and the arena does not grow: take() sizes it
-// exactly, and a request beyond it falls back to operator new.
+// deallocation is a no-op and the arena does not grow: FtraceParser::take()
+// sizes it exactly, and a request beyond it falls back to operator new.
 #pragma once
 
 #include <cstddef>
