@@ -115,6 +115,32 @@ def test_kallsyms_and_cmdlines_name_functions_and_tasks():
     assert "cyclictest" in set(ev["task"].astype(str))
 
 
+@pytest.mark.parametrize("version", ["v7", "v6"])
+def test_direct_decoding_equals_printing_and_parsing(version, v6_plain):
+    """The schema's events are decoded straight into the columns; printing
+    every record as trace-cmd report does and parsing that text (what the
+    other events get) gives the same table: values, dtypes, categories and
+    their order."""
+    from timerlab import _core
+    from timerlab.trace import dat
+    from timerlab.trace.read import _frame
+
+    path = str(V7 if version == "v7" else v6_plain)
+
+    def table(direct):
+        data = dat._contents(path)
+        parser = _core.FtraceParser(strict=True)
+        _core.TraceDat(data, dat._decompressor(dat._algorithm(data))).read("", parser, direct=direct)
+        parser.finish()
+        return _frame(parser.take())
+
+    a, b = table(True), table(False)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    for col in a.columns:
+        if isinstance(a[col].dtype, pd.CategoricalDtype):
+            assert list(a[col].cat.categories) == list(b[col].cat.categories), col
+
+
 # ---------------------------------------------------------------------------
 # Damage: cut anywhere, bit flips in the header, a format, a page.
 

@@ -104,15 +104,16 @@ void register_tracedat(py::module_& m) {
                              })
       .def(
           "read",
-          [](PyTraceDat& t, const py::str& buffer, FtraceParser& parser) {
+          [](PyTraceDat& t, const py::str& buffer, FtraceParser& parser, bool direct) {
             PyObject* b = PyUnicode_AsEncodedString(buffer.ptr(), "utf-8", "surrogateescape");
             if (!b) throw py::error_already_set();
             const std::string name = py::reinterpret_steal<py::bytes>(b);
             py::gil_scoped_release nogil;
-            return t.dat->read(name, parser);
+            return t.dat->read(name, parser, direct);
           },
-          py::arg("buffer"), py::arg("parser"),
-          "decode the records of a buffer (\"\" the top one) into an FtraceParser (releases the GIL)");
+          py::arg("buffer"), py::arg("parser"), py::arg("direct") = true,
+          "decode the records of a buffer (\"\" the top one) into an FtraceParser (releases the GIL); "
+          "direct=False prints and parses every record (same rows, slower)");
 }
 
 }  // namespace timerlab::bindings

@@ -20,10 +20,10 @@ void register_tracedat(py::module_& m);
 
 // A NumPy array that takes ownership of `v`'s buffer without copying: the
 // array's base is a capsule that deletes the vector.
-template <class T>
-py::array_t<T> to_numpy(std::vector<T>&& v) {
-  auto* owner = new std::vector<T>(std::move(v));
-  py::capsule base(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+template <class T, class A>
+py::array_t<T> to_numpy(std::vector<T, A>&& v) {
+  auto* owner = new std::vector<T, A>(std::move(v));
+  py::capsule base(owner, [](void* p) { delete static_cast<std::vector<T, A>*>(p); });
   return py::array_t<T>({static_cast<py::ssize_t>(owner->size())}, {sizeof(T)}, owner->data(), base);
 }
 

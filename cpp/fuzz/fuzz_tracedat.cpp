@@ -6,7 +6,9 @@
 // pairs, or, when the first byte is odd, the raw data of CPU 1's pages.
 //
 // Checks, beyond "no crash, no sanitizer report": the reader either throws
-// TraceDatError, or every column has one entry per row.
+// TraceDatError, or every column has one entry per row; and decoding the
+// schema's events directly gives what printing and parsing them gives (the
+// same table, or the same error).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -24,10 +26,63 @@ namespace {
 const std::string& base_file(const std::string& cpu1) {
   static std::string file;
   const std::string rec = test_record(42, 7, "name", -3);
+  // Events of the schema too: their records are decoded directly.
   const std::string cpu0 = Page(1000).event(3, rec).extend(1ull << 33).padding(8).long_event(2, rec).build() +
-                           Page(2'000'000'000).absolute(3'000'000'000).event(1, rec).lost(4).build();
-  file = v6_file({kTestEventFormat}, "ffffffff81000000 T f\n", "42 task\n", {cpu0, cpu1});
+                           Page(2'000'000'000).absolute(3'000'000'000).event(1, rec).lost(4).build() +
+                           Page(4'000'000'000)
+                               .event(1, sched_switch_record("task", 120, 1, "next"))
+                               .event(1, timer_start_record(1, 0xffffffff81000010ull, 100, 90, 0x40001))
+                               .event(1, cpu_idle_record(1, 0))
+                               .build();
+  file = v6_file({kTestEventFormat, kSchedSwitchFormat, kTimerStartFormat, kCpuIdleFormat}, "ffffffff81000000 T f\n",
+                 "42 task\n", {cpu0, cpu1});
   return file;
+}
+
+// A read's result: the table, or the error (rows = -1).
+struct Outcome {
+  std::int64_t rows = -1;
+  std::int64_t skipped = 0;
+  std::string error;
+  FtraceTable table;
+};
+
+Outcome read(const std::string& file, bool direct) {
+  Outcome o;
+  try {
+    TraceDat dat(file, nullptr);
+    FtraceParser p(false);
+    dat.read("", p, direct);
+    p.finish();
+    o.skipped = p.skipped_lines();
+    o.table = p.take();
+    o.rows = static_cast<std::int64_t>(o.table.ts_ns.size());
+  } catch (const TraceDatError& e) {
+    o.error = e.what();
+  } catch (const std::invalid_argument& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+// The direct decoder must give what printing and parsing gives, damage or not.
+bool same(const Outcome& a, const Outcome& b) {
+  if (a.rows != b.rows || a.skipped != b.skipped || a.error != b.error) return false;
+  const FtraceTable& x = a.table;
+  const FtraceTable& y = b.table;
+  if (x.ts_ns != y.ts_ns || x.task != y.task || x.event != y.event || x.event_names != y.event_names ||
+      x.payload_blob != y.payload_blob || x.fields.size() != y.fields.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < x.fields.size(); ++i) {
+    const FtraceColumn& c = x.fields[i];
+    const FtraceColumn& d = y.fields[i];
+    if (c.name != d.name || c.i64 != d.i64 || c.u64 != d.u64 || c.missing != d.missing || c.codes != d.codes ||
+        c.strings.size() != d.strings.size()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -47,21 +102,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       file[at] = static_cast<char>(file[at] ^ data[i + 2]);
     }
   }
-  try {
-    TraceDat dat(file, nullptr);
-    FtraceParser p(false);
-    dat.read("", p);
-    p.finish();
-    const FtraceTable t = p.take();
-    const std::size_t n = t.ts_ns.size();
+  const Outcome direct = read(file, true);
+  const Outcome printed = read(file, false);
+  if (direct.rows >= 0) {
+    const FtraceTable& t = direct.table;
+    const auto n = static_cast<std::size_t>(direct.rows);
     bool ok = t.cpu.size() == n && t.pid.size() == n && t.task.size() == n && t.event.size() == n;
     for (const FtraceColumn& c : t.fields) ok = ok && c.size() == n;
     if (!ok) {
       std::fprintf(stderr, "fuzz_tracedat: columns differ in length\n");
       std::abort();
     }
-  } catch (const TraceDatError&) {
-  } catch (const std::invalid_argument&) {
+  }
+  if (!same(direct, printed)) {
+    std::fprintf(stderr, "fuzz_tracedat: decoding directly differs from printing and parsing\n");
+    std::abort();
   }
   return 0;
 }

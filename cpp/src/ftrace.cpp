@@ -416,17 +416,18 @@ bool FtraceParser::frame(std::string_view line, Framed& f, std::string& why) con
   return true;
 }
 
-bool FtraceParser::stage(const EventSpec& spec, std::size_t idx, std::string_view value, Staging& st,
-                         std::string& why) const {
-  const FieldSpec& fs = spec.fields[idx];
-  Staged& s = st[idx];
+namespace {
+
+// A token's value read as its kind: shared by the text (stage) and by the
+// binary reader's values it does not decode itself (parse_value).
+Num read_value(FieldKind kind, std::string_view value, FtraceParser::Staged& s, const char*& what) {
   s.set = true;
   s.missing = false;
   s.bits = 0;
   s.text = value;
   Num r = Num::Ok;
-  const char* what = "is not a number";
-  switch (fs.kind) {
+  what = "is not a number";
+  switch (kind) {
     case FieldKind::I64: {
       std::int64_t v = 0;
       r = parse_int(value, v);
@@ -455,6 +456,21 @@ bool FtraceParser::stage(const EventSpec& spec, std::size_t idx, std::string_vie
     case FieldKind::Comm:
       break;
   }
+  return r;
+}
+
+}  // namespace
+
+bool FtraceParser::parse_value(FieldKind kind, std::string_view text, Staged& s) {
+  const char* what = nullptr;
+  return read_value(kind, text, s, what) == Num::Ok;
+}
+
+bool FtraceParser::stage(const EventSpec& spec, std::size_t idx, std::string_view value, Staging& st,
+                         std::string& why) const {
+  const FieldSpec& fs = spec.fields[idx];
+  const char* what = nullptr;
+  const Num r = read_value(fs.kind, value, st[idx], what);
   if (r == Num::Ok) return true;
   why = std::string(spec.name) + ": " + std::string(fs.key) + "=" + quoted(value) + " " +
         (r == Num::OutOfRange ? "is out of range" : what);
@@ -675,6 +691,26 @@ void FtraceParser::add_record(std::int64_t record, std::int64_t ts_ns, std::int3
                               std::string_view task, std::string_view event, std::string_view payload) {
   if (failed_) return;
   line_no_ = record;
+  add_framed(binary_framed(ts_ns, cpu, pid, task, event, payload));
+}
+
+void FtraceParser::add_staged(std::int64_t record, std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid,
+                              std::string_view task, std::string_view event, const Staging& st,
+                              std::int32_t& event_code) {
+  if (failed_) return;
+  line_no_ = record;
+  // What add_framed does for a parsed payload, in its order (the CPU check
+  // before the event name is interned: the names' order is the categories').
+  if (!cpu_in_header(cpu)) return;
+  if (event_code < 0) event_code = static_cast<std::int32_t>(event_code_of(event));
+  const int spec_idx = spec_of_code_[static_cast<std::size_t>(event_code)];
+  if (spec_idx < 0) throw std::logic_error("add_staged: " + std::string(event) + " is not in the schema");
+  commit(binary_framed(ts_ns, cpu, pid, task, event, {}), event_code, spec_idx, st, false);
+}
+
+FtraceParser::Framed FtraceParser::binary_framed(std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid,
+                                                 std::string_view task, std::string_view event,
+                                                 std::string_view payload) {
   Framed f;
   f.ts_ns = ts_ns;
   f.cpu = cpu;
@@ -682,7 +718,23 @@ void FtraceParser::add_record(std::int64_t record, std::int64_t ts_ns, std::int3
   f.task = task;
   f.event = event;
   f.payload = payload;
-  add_framed(f);
+  return f;
+}
+
+bool FtraceParser::cpu_in_header(std::int32_t cpu) {
+  if (header_nr_cpus_ < 0 || cpu < header_nr_cpus_) return true;
+  malformed("CPU " + std::to_string(cpu) + " is beyond the header's CPU count (" +
+            (trace_cmd_header_ ? "cpus=" : "#P:") + std::to_string(header_nr_cpus_) + ")");
+  return false;
+}
+
+std::size_t FtraceParser::event_code_of(std::string_view event) {
+  const auto code = static_cast<std::size_t>(event_names_.intern(event));
+  if (code == spec_of_code_.size()) {
+    const auto it = schema_index_.find(event);
+    spec_of_code_.push_back(it == schema_index_.end() ? -1 : it->second);
+  }
+  return code;
 }
 
 void FtraceParser::set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events) {
@@ -693,16 +745,8 @@ void FtraceParser::set_binary_header(std::int32_t nr_cpus, std::int64_t lost_eve
 
 void FtraceParser::add_framed(const Framed& f) {
   std::string why;
-  if (header_nr_cpus_ >= 0 && f.cpu >= header_nr_cpus_) {
-    malformed("CPU " + std::to_string(f.cpu) + " is beyond the header's CPU count (" +
-              (trace_cmd_header_ ? "cpus=" : "#P:") + std::to_string(header_nr_cpus_) + ")");
-    return;
-  }
-  const auto code = static_cast<std::size_t>(event_names_.intern(f.event));
-  if (code == spec_of_code_.size()) {
-    const auto it = schema_index_.find(f.event);
-    spec_of_code_.push_back(it == schema_index_.end() ? -1 : it->second);
-  }
+  if (!cpu_in_header(f.cpu)) return;
+  const std::size_t code = event_code_of(f.event);
   const int spec_idx = spec_of_code_[code];
   Staging st;
   bool keep_payload = true;  // unknown events keep their text
@@ -789,30 +833,37 @@ void FtraceParser::commit(const Framed& f, std::int32_t event_code, int spec_idx
 namespace {
 
 // The dense column of a sparse one: every row, <NA> where it had no value.
+// The bytes lay_out takes from the arena for a column of nrows.
+std::size_t dense_bytes(ColumnStorage storage, std::size_t nrows) {
+  if (storage == ColumnStorage::Category) return ColumnArena::round_up(nrows * sizeof(std::int32_t));
+  return ColumnArena::round_up(nrows * sizeof(std::uint64_t)) + ColumnArena::round_up(nrows);
+}
+
 FtraceColumn lay_out(std::string name, ColumnStorage storage, const std::vector<std::uint64_t>& rows,
-                     const std::vector<std::uint64_t>& values, std::size_t nrows) {
+                     const std::vector<std::uint64_t>& values, std::size_t nrows,
+                     const std::shared_ptr<ColumnArena>& arena) {
   FtraceColumn c;
   c.name = std::move(name);
   c.storage = storage;
   switch (storage) {
     case ColumnStorage::Int64:
-      c.i64.assign(nrows, 0);
-      c.missing.assign(nrows, 1);
+      c.i64 = ColumnVector<std::int64_t>(nrows, 0, ArenaAllocator<std::int64_t>(arena));
+      c.missing = ColumnVector<std::uint8_t>(nrows, 1, ArenaAllocator<std::uint8_t>(arena));
       for (std::size_t k = 0; k < rows.size(); ++k) {
         c.i64[rows[k]] = std::bit_cast<std::int64_t>(values[k]);
         c.missing[rows[k]] = 0;
       }
       break;
     case ColumnStorage::UInt64:
-      c.u64.assign(nrows, 0);
-      c.missing.assign(nrows, 1);
+      c.u64 = ColumnVector<std::uint64_t>(nrows, 0, ArenaAllocator<std::uint64_t>(arena));
+      c.missing = ColumnVector<std::uint8_t>(nrows, 1, ArenaAllocator<std::uint8_t>(arena));
       for (std::size_t k = 0; k < rows.size(); ++k) {
         c.u64[rows[k]] = values[k];
         c.missing[rows[k]] = 0;
       }
       break;
     case ColumnStorage::Category:
-      c.codes.assign(nrows, -1);
+      c.codes = ColumnVector<std::int32_t>(nrows, -1, ArenaAllocator<std::int32_t>(arena));
       for (std::size_t k = 0; k < rows.size(); ++k) c.codes[rows[k]] = static_cast<std::int32_t>(values[k]);
       break;
   }
@@ -854,9 +905,12 @@ FtraceTable FtraceParser::take() {
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](std::size_t a, std::size_t b) { return rank.at(columns_[a].name) < rank.at(columns_[b].name); });
+  std::size_t bytes = 0;
+  for (const SparseColumn& sc : columns_) bytes += dense_bytes(sc.storage, rows);
+  const auto arena = std::make_shared<ColumnArena>(bytes);
   for (std::size_t i : order) {
     SparseColumn& sc = columns_[i];
-    FtraceColumn& c = t.fields.emplace_back(lay_out(std::move(sc.name), sc.storage, sc.rows, sc.values, rows));
+    FtraceColumn& c = t.fields.emplace_back(lay_out(std::move(sc.name), sc.storage, sc.rows, sc.values, rows, arena));
     c.strings = std::move(sc.strings);
   }
   t.payload_rows = std::move(payload_rows_);

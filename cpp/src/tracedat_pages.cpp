@@ -6,6 +6,7 @@
 
 #include "timerlab/tracedat.hpp"
 #include "tracedat_cursor.hpp"
+#include "tracedat_decode.hpp"
 
 namespace timerlab {
 
@@ -165,7 +166,7 @@ class CpuPages {
   std::int64_t lost_ = 0;
 };
 
-std::int64_t TraceDat::read(std::string_view name, FtraceParser& out) {
+std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direct) {
   const DatBuffer* buf = nullptr;
   for (const DatBuffer& b : buffers_) {
     if (b.name == name) buf = &b;
@@ -188,7 +189,14 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out) {
   ctx.register_comm = [](void* self, std::int32_t pid, std::string_view comm) {
     static_cast<TraceDat*>(self)->register_comm(pid, comm);
   };
-  std::string payload, why, task;
+  std::string payload, why;
+  // Per format, bound when its first record comes: most records skip the
+  // payload text (tracedat_decode.hpp).
+  std::vector<std::unique_ptr<const DirectDecoder>> decoders(raw_formats_.size());
+  std::vector<std::uint8_t> bound(raw_formats_.size(), 0);
+  std::vector<std::int32_t> codes(raw_formats_.size(), -1);  // event name codes in `out`
+  DecodeScratch scratch;
+  FtraceParser::Staging staged;
   std::int64_t n = 0;
   for (;;) {
     // The CPU with the earliest record; a tie goes to the first (lower) CPU.
@@ -206,7 +214,12 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out) {
     if (id >= event_index_.size() || event_index_[id] < 0) {
       p.fail(p.record_offset(), "a record of event ID " + std::to_string(id) + ", which no format defines");
     }
-    const EventFormat& ev = format(static_cast<std::size_t>(event_index_[id]));
+    const auto raw = static_cast<std::size_t>(event_index_[id]);
+    const EventFormat& ev = format(raw);
+    if (direct && !bound[raw]) {
+      decoders[raw] = DirectDecoder::bind(ev);
+      bound[raw] = 1;
+    }
     std::uint64_t pid64 = 0;
     if (!read_field(ev.fields[static_cast<std::size_t>(ev.pid_field)], rec, layout_, pid64)) {
       p.fail(p.record_offset(), ev.name + " record of " + std::to_string(rec.size()) + " bytes has no common_pid");
@@ -214,12 +227,17 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out) {
     const auto pid = static_cast<std::int32_t>(pid64);
     // The task as trace-cmd names it, looked up before the record's own
     // plugin registers names.
+    // (A view: the map's elements stay where they are as it grows.)
     const auto it = comms_.find(pid);
-    task = pid == 0 ? "<idle>" : it != comms_.end() ? it->second : "<...>";
-    payload.clear();
-    if (!render_payload(ev, rec, ctx, payload, why)) p.fail(p.record_offset(), why);
+    const std::string_view task = pid == 0 ? "<idle>" : it != comms_.end() ? std::string_view(it->second) : "<...>";
     const auto ts = static_cast<std::int64_t>(p.ts() + static_cast<std::uint64_t>(ts_offset_));
-    out.add_record(++n, ts, p.cpu(), pid, task, ev.name, payload);
+    if (decoders[raw] && decoders[raw]->decode(ev, rec, ctx, scratch, staged)) {
+      out.add_staged(++n, ts, p.cpu(), pid, task, ev.name, staged, codes[raw]);
+    } else {
+      payload.clear();
+      if (!render_payload(ev, rec, ctx, payload, why)) p.fail(p.record_offset(), why);
+      out.add_record(++n, ts, p.cpu(), pid, task, ev.name, payload);
+    }
     live[static_cast<std::size_t>(best)] = p.next();
   }
   std::int64_t lost = 0;

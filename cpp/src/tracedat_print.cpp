@@ -81,6 +81,10 @@ void put_u(std::string& out, std::uint64_t v) {
   out.append(buf, r.ptr);
 }
 
+}  // namespace
+
+namespace detail {
+
 std::uint64_t cut(std::uint64_t v, int bits, bool sign) {
   if (bits >= 64) return v;
   if (bits == 0) return v != 0;
@@ -112,8 +116,7 @@ bool field_bytes(const EventField& f, std::string_view data, const RecordLayout&
   return true;
 }
 
-
-}  // namespace
+}  // namespace detail
 
 Val PrintFormat::eval(int idx, const EventFormat& ev, std::string_view data, const PrintContext& ctx,
                       std::string& scratch) const {
@@ -300,50 +303,56 @@ void put_symbol(std::string& out, std::uint64_t addr, char pext, const Symbols* 
 
 }  // namespace
 
+void PrintFormat::render_conv(std::size_t i, const EventFormat& ev, std::string_view data, const PrintContext& ctx,
+                              std::string& out, std::string& scratch, std::string& starred) const {
+  const Conv& c = convs[i];
+  const std::string* spec = &c.spec;
+  if (c.stars[0] >= 0) {
+    // `*`: the argument's value, as int, bounded (a record cannot ask for
+    // megabytes of padding).
+    starred.clear();
+    int k = 0;
+    for (char ch : c.spec) {
+      if (ch != '*') {
+        starred.push_back(ch);
+        continue;
+      }
+      const auto n = static_cast<std::int32_t>(eval(c.stars[k++], ev, data, ctx, scratch).n);
+      if (n < 0 && !starred.empty() && starred.back() == '.') {
+        starred.pop_back();  // a negative precision is none
+        continue;
+      }
+      starred += std::to_string(std::clamp(n, -256, 256));
+    }
+    spec = &starred;
+  }
+  const Val v = eval(c.arg, ev, data, ctx, scratch);
+  if (c.conv == 's') {
+    if (!v.is_str) {
+      put_int(out, "", 'u', v.n, false);
+    } else if (spec->empty()) {
+      out.append(v.s);
+    } else {
+      put_str(out, *spec, v.s);
+    }
+  } else if (v.is_str) {
+    out.append(v.s);  // a string where a number was asked for: print it
+  } else if (c.conv == 'p') {
+    if (c.pext) put_symbol(out, v.n, c.pext, ctx.symbols);
+    else if (v.n == 0) out.append("(nil)");
+    else put_0x(out, v.n);
+  } else if (c.conv == 'c') {
+    out.push_back(static_cast<char>(v.n));
+  } else {
+    put_int(out, *spec, c.conv, cut(v.n, c.bits, c.conv == 'd'), c.conv == 'd');
+  }
+}
+
 void PrintFormat::render(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out) const {
   std::string scratch, starred;
-  for (const Conv& c : convs) {
-    out.append(c.before);
-    const std::string* spec = &c.spec;
-    if (c.stars[0] >= 0) {
-      // `*`: the argument's value, as int, bounded (a record cannot ask for
-      // megabytes of padding).
-      starred.clear();
-      int k = 0;
-      for (char ch : c.spec) {
-        if (ch != '*') {
-          starred.push_back(ch);
-          continue;
-        }
-        const auto n = static_cast<std::int32_t>(eval(c.stars[k++], ev, data, ctx, scratch).n);
-        if (n < 0 && !starred.empty() && starred.back() == '.') {
-          starred.pop_back();  // a negative precision is none
-          continue;
-        }
-        starred += std::to_string(std::clamp(n, -256, 256));
-      }
-      spec = &starred;
-    }
-    const Val v = eval(c.arg, ev, data, ctx, scratch);
-    if (c.conv == 's') {
-      if (!v.is_str) {
-        put_int(out, "", 'u', v.n, false);
-      } else if (spec->empty()) {
-        out.append(v.s);
-      } else {
-        put_str(out, *spec, v.s);
-      }
-    } else if (v.is_str) {
-      out.append(v.s);  // a string where a number was asked for: print it
-    } else if (c.conv == 'p') {
-      if (c.pext) put_symbol(out, v.n, c.pext, ctx.symbols);
-      else if (v.n == 0) out.append("(nil)");
-      else put_0x(out, v.n);
-    } else if (c.conv == 'c') {
-      out.push_back(static_cast<char>(v.n));
-    } else {
-      put_int(out, *spec, c.conv, cut(v.n, c.bits, c.conv == 'd'), c.conv == 'd');
-    }
+  for (std::size_t i = 0; i < convs.size(); ++i) {
+    out.append(convs[i].before);
+    render_conv(i, ev, data, ctx, out, scratch, starred);
   }
   out.append(tail);
 }
@@ -374,6 +383,10 @@ bool text(const EventFormat& ev, int k, std::string_view data, const RecordLayou
 
 void put_dec(std::string& out, std::int64_t v) { put_int(out, "", 'd', static_cast<std::uint64_t>(v), true); }
 
+}  // namespace
+
+namespace detail {
+
 // trace-cmd's hrtimer plugin: sym/0x<start - addr>, or 0x%08llx.
 void put_plugin_function(std::string& out, std::uint64_t addr, const Symbols* syms) {
   std::uint64_t start = 0;
@@ -400,7 +413,7 @@ void put_state(std::string& out, std::uint64_t state) {
   if (!any) out.push_back('R');
 }
 
-}  // namespace
+}  // namespace detail
 
 std::vector<std::string_view> plugin_field_names(Plugin p) {
   switch (p) {

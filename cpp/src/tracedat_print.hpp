@@ -65,10 +65,28 @@ class PrintFormat {
   std::uint32_t long_size = 8;
 
   void render(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out) const;
-
- private:
+  // Append what conversion `i` prints (not its literal `before`); scratch
+  // and starred are work space. The direct decoder prints single values
+  // with it (tracedat_decode.hpp).
+  void render_conv(std::size_t i, const EventFormat& ev, std::string_view data, const PrintContext& ctx,
+                   std::string& out, std::string& scratch, std::string& starred) const;
   detail::Val eval(int n, const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& scratch) const;
 };
+
+namespace detail {
+// trace-cmd's plugins' ways of printing, shared by the printer and the
+// direct decoder: the hrtimer plugin's function (sym/0x<start - addr>, or
+// 0x%08llx without a symbol) and the sched plugin's task state (letters of
+// the low 8 bits, or R).
+void put_plugin_function(std::string& out, std::uint64_t addr, const Symbols* syms);
+void put_state(std::string& out, std::uint64_t state);
+// The value a conversion prints: the argument cut to its width and sign.
+std::uint64_t cut(std::uint64_t v, int bits, bool sign);
+// The bytes of a char array or a dynamic field; false if outside the record.
+bool field_bytes(const EventField& f, std::string_view data, const RecordLayout& layout, std::string_view& bytes);
+// Up to the first NUL.
+std::string_view c_string(std::string_view s);
+}  // namespace detail
 
 
 // The compiled print fmt of `ev`, or null with `why` when it uses something

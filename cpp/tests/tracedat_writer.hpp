@@ -42,6 +42,79 @@ inline std::string common_fields(std::uint16_t id, std::int32_t pid) {
   return r;
 }
 
+// Events of the text reader's schema, as the kernel describes them (fields
+// and print fmt; trace-cmd's sched plugin prints sched_switch its own way),
+// and records of them: what the direct decoder (tracedat_decode.hpp) reads.
+inline const std::string kCommonFields =
+    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+    "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n";
+
+inline const std::string kSchedSwitchFormat =
+    "name: sched_switch\nID: 20\nformat:\n" + kCommonFields +
+    "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+    "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+    "\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+    "\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
+    "\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
+    "\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
+    "\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n"
+    "print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid\n";
+
+inline const std::string kTimerStartFormat =
+    "name: timer_start\nID: 21\nformat:\n" + kCommonFields +
+    "\tfield:void * timer;\toffset:8;\tsize:8;\tsigned:0;\n"
+    "\tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;\n"
+    "\tfield:unsigned long expires;\toffset:24;\tsize:8;\tsigned:0;\n"
+    "\tfield:unsigned long now;\toffset:32;\tsize:8;\tsigned:0;\n"
+    "\tfield:unsigned int flags;\toffset:40;\tsize:4;\tsigned:0;\n"
+    "print fmt: \"timer=%p function=%ps expires=%lu [timeout=%ld] cpu=%u idx=%u flags=%s\", REC->timer, "
+    "REC->function, REC->expires, (long)REC->expires - REC->now, REC->flags & 0x0003FFFF, REC->flags >> 22, "
+    "__print_flags(REC->flags & (0x00040000 | 0x00080000), \"|\", { 0x00040000, \"M\" }, { 0x00080000, \"D\" })\n";
+
+inline const std::string kCpuIdleFormat =
+    "name: cpu_idle\nID: 22\nformat:\n" + kCommonFields +
+    "\tfield:u64 state;\toffset:8;\tsize:8;\tsigned:0;\n"
+    "\tfield:u32 cpu_id;\toffset:16;\tsize:4;\tsigned:0;\n"
+    "print fmt: \"state=%llu cpu_id=%lu\", REC->state, (unsigned long)REC->cpu_id\n";
+
+inline std::string comm16(const std::string& s) {
+  std::string c = s;
+  c.resize(16, '\0');
+  return c;
+}
+
+inline std::string sched_switch_record(const std::string& prev, std::int32_t prio, std::int64_t state, const std::string& next) {
+  std::string r = common_fields(20, 7) + comm16(prev);
+  put(r, 7, 4);
+  put(r, static_cast<std::uint32_t>(prio), 4);
+  put(r, static_cast<std::uint64_t>(state), 8);
+  r += comm16(next);
+  put(r, 8, 4);
+  put(r, 120, 4);
+  return r;
+}
+
+inline std::string timer_start_record(std::uint64_t timer, std::uint64_t fn, std::uint64_t expires, std::uint64_t now,
+                        std::uint32_t flags) {
+  std::string r = common_fields(21, 8);
+  put(r, timer, 8);
+  put(r, fn, 8);
+  put(r, expires, 8);
+  put(r, now, 8);
+  put(r, flags, 4);
+  put(r, 0, 4);
+  return r;
+}
+
+inline std::string cpu_idle_record(std::uint64_t state, std::uint32_t cpu) {
+  std::string r = common_fields(22, 0);
+  put(r, state, 8);
+  put(r, cpu, 4);
+  put(r, 0, 4);
+  return r;
+}
+
+
 inline std::string test_record(std::int32_t pid, std::uint64_t value, const std::string& name, std::int32_t delta) {
   std::string r = common_fields(kTestEventId, pid);
   put(r, value, 8);

@@ -93,6 +93,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "timerlab/column_arena.hpp"
+
 namespace timerlab {
 
 // ---------------------------------------------------------------------------
@@ -195,10 +197,11 @@ class Interner {
 struct FtraceColumn {
   std::string name;
   ColumnStorage storage = ColumnStorage::Int64;
-  std::vector<std::int64_t> i64;      // Int64
-  std::vector<std::uint64_t> u64;     // UInt64
-  std::vector<std::uint8_t> missing;  // Int64, UInt64: 1 = <NA>
-  std::vector<std::int32_t> codes;    // Category: -1 = <NA>
+  // All the columns of one take() share one block (column_arena.hpp).
+  ColumnVector<std::int64_t> i64;      // Int64
+  ColumnVector<std::uint64_t> u64;     // UInt64
+  ColumnVector<std::uint8_t> missing;  // Int64, UInt64: 1 = <NA>
+  ColumnVector<std::int32_t> codes;    // Category: -1 = <NA>
   Interner strings;                   // Category: the values of the codes
 
   std::size_t size() const;
@@ -272,6 +275,28 @@ class FtraceParser {
   // events the ring buffer lost (as `[LOST n EVENTS]` lines would).
   void set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events);
 
+  // One payload field of a row, as parsed (or decoded) before it is added.
+  struct Staged {
+    bool set = false;
+    bool missing = false;  // a value that means "no value", e.g. (____ptrval____)
+    std::uint64_t bits = 0;  // Int64, UInt64 storage
+    std::string_view text;   // Category storage: must live until the row is added
+  };
+  // Indexed like the event's fields in ftrace_schema().
+  using Staging = Staged[kMaxFieldsPerEvent];
+
+  // A record of a binary trace whose payload its reader decoded itself
+  // (tracedat_decode.hpp): the same row add_record would add for the
+  // payload those values print as, without the text. `event` must be in
+  // ftrace_schema(); every required field of it set. `event_code` caches
+  // the event's code between calls (-1 at first; the name is interned
+  // when a row of it is first added, as add_record would).
+  void add_staged(std::int64_t record, std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid,
+                  std::string_view task, std::string_view event, const Staging& st, std::int32_t& event_code);
+  // `text` read as a value of `kind`, as a payload token's value is: false
+  // where the text reader would call the line malformed.
+  static bool parse_value(FieldKind kind, std::string_view text, Staged& s);
+
  private:
   struct Framed {
     std::string_view task;
@@ -285,12 +310,6 @@ class FtraceParser {
     std::string_view event;
     std::string_view payload;
   };
-  struct Staged {
-    bool set = false;
-    bool missing = false;  // a value that means "no value", e.g. (____ptrval____)
-    std::uint64_t bits = 0;
-    std::string_view text;
-  };
   // A column while parsing: only the rows that have a value, so that adding
   // a row costs nothing in the (many) columns it does not use; take() lays
   // out the dense arrays once, at their final size.
@@ -301,10 +320,15 @@ class FtraceParser {
     std::vector<std::uint64_t> values;  // bits of the int64/uint64, or the category code
     Interner strings;
   };
-  using Staging = Staged[kMaxFieldsPerEvent];
 
   void process_line(std::string_view line);
   void add_framed(const Framed& f);
+  static Framed binary_framed(std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid, std::string_view task,
+                              std::string_view event, std::string_view payload);
+  // False (and the line malformed) for a CPU beyond the header's count.
+  bool cpu_in_header(std::int32_t cpu);
+  // The event name's code; the first time, its schema entry too.
+  std::size_t event_code_of(std::string_view event);
   bool frame(std::string_view line, Framed& f, std::string& why) const;
   bool header_line(std::string_view line);
   bool parse_payload(const EventSpec& spec, std::string_view payload, Staging& st, bool& extra,

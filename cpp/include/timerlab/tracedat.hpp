@@ -40,9 +40,13 @@
 //           31 time stamp   absolute: the clock becomes u32 << 27 | time_delta
 //                           (its top bits from the page's timestamp)
 //
-// Data records start with common_type, the event's ID in its format; the
-// payload is printed by the format's print fmt (tracedat_format.hpp) and
-// handed with the line columns to FtraceParser::add_record. The CPUs are
+// Data records start with common_type, the event's ID in its format. The
+// fields of an event the text reader's schema knows are staged straight
+// into its columns (tracedat_decode.hpp, FtraceParser::add_staged); any
+// other payload is printed by the format's print fmt (tracedat_format.hpp)
+// and handed with the line columns to FtraceParser::add_record, to be
+// parsed as a text line's. Either way the row is the one the text of
+// `trace-cmd report` gives. The CPUs are
 // merged by timestamp, as trace-cmd report orders them: the smallest next
 // timestamp first, ties to the lower CPU.
 //
@@ -123,7 +127,10 @@ class TraceDat {
 
   // Decode buffer `name` into `out`; returns the number of records. Throws
   // TraceDatError (std::invalid_argument for a name not in buffers()).
-  std::int64_t read(std::string_view name, FtraceParser& out);
+  // Records of the schema's events are decoded straight into the columns
+  // (tracedat_decode.hpp); direct=false prints and parses every record
+  // instead, which gives the same rows, slower (the tests compare them).
+  std::int64_t read(std::string_view name, FtraceParser& out, bool direct = true);
 
  private:
   class Cursor;

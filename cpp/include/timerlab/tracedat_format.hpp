@@ -18,7 +18,8 @@
 //
 // The payload text is what the timerlab text reader already parses
 // (ftrace.hpp), so a trace.dat gives the same columns as its report text by
-// construction: PrintFormat compiles the print fmt once per event into
+// construction (the events of the reader's schema skip the text: their
+// values are staged directly, as that text would read, tracedat_decode.hpp): PrintFormat compiles the print fmt once per event into
 // literal pieces, conversions and an expression tree, and render() evaluates
 // it per record without allocating (strings are views into the record or
 // into the format). The conventions are those of trace-cmd report (Debian

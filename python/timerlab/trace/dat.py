@@ -4,9 +4,12 @@
 any) starts with trace.dat's magic. The C++ reader (``timerlab._core.TraceDat``,
 see cpp/include/timerlab/tracedat.hpp) walks the file: header, event formats,
 saved cmdlines, kallsyms, options, the per-CPU ring-buffer pages of the chosen
-buffer (instance); each record is printed by its own format, as
-``trace-cmd report`` prints it, into the text reader's columns, so a trace.dat
-and its report text give the same ``Trace``. Compressed v7 sections come back
+buffer (instance). Each record is decoded by its own format into the text
+reader's columns: the fields of the events the reader's schema knows go
+straight into their columns, any other payload is printed as
+``trace-cmd report`` prints it and parsed as its text, so a trace.dat and its
+report text give the same ``Trace`` (cpp/src/tracedat_decode.hpp says how
+the direct decoding keeps to what printing and parsing would give). Compressed v7 sections come back
 here to be decompressed with the ``zstandard`` package or ``zlib``.
 
 The ``line`` column holds the record's 1-based number in time order (the line

@@ -31,6 +31,7 @@ payload    raw payload text of events the schema does not describe (and of known
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import queue
 import threading
@@ -45,6 +46,8 @@ from .features import Features, detect
 from .source import CHUNK_BYTES as _CHUNK_BYTES, CorruptData, NotAFile, TruncatedData, open_text
 
 _LINE_COLUMNS = ["ts_ns", "cpu", "task", "pid", "event", "line"]
+# pandas >= 2.1 can skip checking the codes of a Categorical.
+_FROM_CODES_VALIDATES = "validate" in inspect.signature(pd.Categorical.from_codes).parameters
 
 
 class TraceFormatError(ValueError):
@@ -328,6 +331,11 @@ def _frame(cols: dict) -> pd.DataFrame:
     IntegerArrays wrap the C++ buffers without copying; Categoricals may narrow
     their int32 codes to a smaller dtype."""
     def categorical(codes, categories):
+        # The reader's codes are in range by construction: checking them
+        # again is a pass over every row of every string column.
+        if _FROM_CODES_VALIDATES:
+            return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(category_index(categories)),
+                                             validate=False)
         return pd.Categorical.from_codes(codes, categories=category_index(categories))
 
     data = {
