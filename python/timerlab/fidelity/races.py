@@ -90,17 +90,21 @@ def winner_programs(programs: pd.DataFrame, cpus, times) -> list:
     return out
 
 
-def race_columns(x: pd.DataFrame, trace, script, res) -> pd.DataFrame:
+def race_columns(x: pd.DataFrame, trace, script, res, sim_events=None) -> pd.DataFrame:
     """``x`` (validate's expiring-CPU table) with the duty holders of each
     expiry: holders_trace, holders_sim (frozensets; the winner alone where it
     was active), race (the kernel had two or more holders), in_holders (the
-    simulated winner is one of the kernel's holders), jaccard."""
+    simulated winner is one of the kernel's holders), jaccard. ``sim_events``:
+    the simulation's event log if not ``res.events`` (validate's, with the
+    columns read here)."""
     ev = trace.events
     off = script.clock_offset_ns
     tr_prog = stopped_programs(ev, off)
-    t_exp = ev.set_index("line").loc[x["line"].to_numpy(), "ts_ns"].to_numpy(np.int64) - off if len(x) else []
+    # ts_ns by line (a Series of the two columns: set_index would copy every column of the trace)
+    ts_of = pd.Series(ev["ts_ns"].to_numpy(), index=ev["line"].to_numpy())
+    t_exp = ts_of.loc[x["line"].to_numpy()].to_numpy(np.int64) - off if len(x) else []
     p_tr = winner_programs(tr_prog, x["cpu_trace"].tolist(), [int(t) for t in t_exp])
-    sim_ev = res.events
+    sim_ev = res.events if sim_events is None else sim_events
     sim_prog = stopped_programs(sim_ev, 0)
     cpu_sim = [None if pd.isna(c) else int(c) for c in x["cpu_sim"]]
     t_sim = [None if s < 0 else int(s) for s in x["expired_ns_sim"].fillna(-1).astype(np.int64)]

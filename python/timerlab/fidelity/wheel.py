@@ -152,11 +152,11 @@ class _Bases:
 
     def _collect(self, key, now) -> bool:
         w = self.wheels[key]
-        batch = w.collect_next(max(now, w.jiffies))
-        if batch.empty:
+        timers, idxs = w._collect_ids(max(now, w.jiffies))
+        if not len(timers):
             return False
         self.collections += 1
-        for wid, idx in zip(batch["timer"].tolist(), batch["idx"].tolist()):
+        for wid, idx in zip(timers.tolist(), idxs.tolist()):
             self.collected[self.ptr_of[(key, wid)]] = (key, self.collections, idx // 64)
         return True
 
