@@ -32,6 +32,8 @@ items' assembly (script.py).
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..trace.events import TICK_FUNCTIONS, column
@@ -42,6 +44,7 @@ HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
 _MODE_BITS = {"PINNED": 0x02, "SOFT": 0x04, "HARD": 0x08}
 
 
+@lru_cache(maxsize=256)  # a trace spells a handful of modes, on every hrtimer_start
 def mode_bits(mode) -> int:
     """The PINNED/SOFT/HARD bits of a traced mode ("ABS|PINNED|HARD"; None: none known)."""
     if mode is None:
