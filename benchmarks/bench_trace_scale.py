@@ -7,6 +7,8 @@ in a fresh child process, which reports its wall time and its peak RSS
 
 * read          ``tl.read_ftrace(text)`` (the events in pandas)
 * validate      ``tl.validate(tl.read_ftrace(text))``: the in-memory path, end to end
+* validate path ``tl.validate(text)``: the same from the file's name (the reader's
+                columns that replay and validate do not read are dropped at once)
 * base validate the same with the base commit's Python code (``--base REV``,
                 default the merge base with main; same C++ core), today's path
 * convert       ``tl.trace.convert(text, store)``, once
@@ -17,6 +19,7 @@ Throughput is MB of trace text per second (the decompressed text, whatever
 the file's compression) and events per second.
 
     python benchmarks/bench_trace_scale.py [--big-mb 0 250 2000] [--base REV] [--quick]
+        [--shared NAME ...] [--text BIG.trace.txt ...] [--steps read "base validate" ...] [--skip-base-above-mb MB]
 
 A benchmark, not a test: nothing here asserts a time.
 """
@@ -54,6 +57,8 @@ if step == "read":
     events = len(tl.read_ftrace(text).events)
 elif step == "validate":
     tl.validate(tl.read_ftrace(text))
+elif step == "validate_path":
+    tl.validate(text)
 elif step == "convert":
     tl.trace.convert(text, store)
 elif step == "reopen":
@@ -64,6 +69,9 @@ seconds = time.perf_counter() - t0
 print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "events": events}))
 """
+
+
+STEPS = ["read", "base validate", "validate", "validate path", "convert", "reopen", "store_validate"]
 
 
 def child(step: str, text: Path, store: Path, base: str | None = None) -> dict:
@@ -112,10 +120,16 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="the first shared trace only, no synthetic trace")
     ap.add_argument("--skip-base-above-mb", type=float, default=1e9,
                     help="do not run the base path on traces larger than this (its memory)")
+    ap.add_argument("--shared", nargs="*", default=SHARED,
+                    help="shared traces to measure (tests/data/traces names; none: --shared alone)")
+    ap.add_argument("--text", type=Path, nargs="*", default=[],
+                    help="trace texts already made (e.g. by make_big_trace.py) to measure as well")
+    ap.add_argument("--steps", nargs="*", default=None, choices=STEPS,
+                    help=f"the steps to run (default all: {', '.join(STEPS)})")
     args = ap.parse_args()
     rev = args.base or subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"],
                                       capture_output=True, text=True, check=True).stdout.strip()
-    shared = SHARED[:1] if args.quick else SHARED
+    shared = args.shared[:1] if args.quick else args.shared
     sizes = [] if args.quick else args.big_mb
     results = HERE / "results"
     results.mkdir(exist_ok=True)
@@ -128,6 +142,7 @@ def main() -> None:
             subprocess.run([sys.executable, str(HERE / "make_big_trace.py"), "--mb", str(mb), "--out", str(out)],
                            check=True, stdout=subprocess.DEVNULL)
             texts.append(out)
+        texts += args.text
         print(f"base {rev[:10]} (today's path) vs this tree; each step in a fresh process; MB = MB of text")
         header = (f"{'trace':<44} {'MB':>7} {'events':>10} | {'step':<15} {'s':>8} {'MB/s':>7} "
                   f"{'events/s':>9} {'peak RSS MB':>11}")
@@ -137,22 +152,24 @@ def main() -> None:
             mb = text.stat().st_size / 1e6
             store = tmp / (text.name + ".parquet")
             rows = {}
-            steps = ["read", "base validate", "validate", "convert", "reopen", "store_validate"]
-            for step in steps:
+            for step in args.steps or STEPS:
                 if step == "base validate" and mb > args.skip_base_above_mb:
                     continue
-                r = child("validate" if step == "base validate" else step, text, store,
+                if step in ("reopen", "store_validate") and not store.exists():
+                    continue
+                r = child("validate" if step == "base validate" else step.replace(" ", "_"), text, store,
                           base if step == "base validate" else None)
                 rows[step] = r
-                events = rows["read"]["events"]
+                events = rows["read"]["events"] if "read" in rows else None
                 line = (f"{text.name[:44]:<44} {mb:7.1f} {events or 0:10d} | {step:<15} {r['seconds']:8.2f} "
                         f"{mb / r['seconds']:7.1f} {(events or 0) / r['seconds']:9.3g} {r['peak_rss_mb']:11.0f}")
                 print(line + (f"  ({r['error']})" if "error" in r else ""), flush=True)
                 with open(results / "trace_scale.jsonl", "a") as f:
                     f.write(json.dumps({"trace": text.name, "text_mb": mb, "step": step, "base": rev, **r}) + "\n")
-            if "base validate" in rows and rows["store_validate"]["seconds"] > 0:
-                speedup = rows["base validate"]["seconds"] / rows["store_validate"]["seconds"]
-                print(f"{'':<44} {'':>7} {'':>10} | store validate vs base validate: {speedup:.1f}x MB/s")
+            for step in ("validate", "validate path", "store_validate"):
+                if "base validate" in rows and step in rows and rows[step]["seconds"] > 0:
+                    speedup = rows["base validate"]["seconds"] / rows[step]["seconds"]
+                    print(f"{'':<44} {'':>7} {'':>10} | {step} vs base validate: {speedup:.2f}x MB/s")
             store.unlink(missing_ok=True)
 
 

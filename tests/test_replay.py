@@ -463,3 +463,17 @@ def test_global_timers_armed_before_the_trace_are_read_off_the_hierarchy(idle16)
     # None on a push-model trace: nothing reports to a hierarchy there.
     six_one = tl.read_ftrace(TRACE_DIR / "qemu-6.1.176-16cpu-2node-mixed.trace.txt.xz")
     assert not (replay.build_script(six_one).pointers >= PHANTOM).any()
+
+
+def test_narrowed_is_a_view_of_the_columns_replay_reads(traces):
+    """validate and the CLI's replay work from a view of TRACE_COLUMNS (no copy);
+    the trace itself keeps every column."""
+    from timerlab.replay.columns import TRACE_COLUMNS, narrowed
+
+    tr = traces["qemu-6.12.95-16cpu-2node-mixed.trace.txt.xz"]
+    n = narrowed(tr)
+    assert n is not tr and set(n.events.columns) <= set(TRACE_COLUMNS)
+    assert len(tr.events.columns) > len(n.events.columns)
+    assert np.shares_memory(n.events["ts_ns"].to_numpy(), tr.events["ts_ns"].to_numpy())
+    pd.testing.assert_frame_equal(n.events, tr.events[list(n.events.columns)])
+    assert narrowed(n) is n and n.features is tr.features and n.path == tr.path

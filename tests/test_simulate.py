@@ -116,6 +116,21 @@ def test_same_seed_same_run_bit_for_bit():
     assert not a.timers.equals(c.timers)
 
 
+def test_events_built_on_first_use_and_by_columns():
+    """Result.events is built from the raw log on first use; a few of its
+    columns (what validate reads) come out as the whole frame has them."""
+    cfg = tl.Config(cpus=12, nodes=2, duration_ns=300_000_000, record_events=True, seed=7)
+    r = tl.simulate(cfg)
+    part = r._events_columns(["state", "success", "lvl", "migrator", "dependency"])
+    assert "events" not in vars(r)  # not built by that
+    full = r.events
+    assert list(part.columns) == [c for c in full.columns if c in
+                                  ("ts_ns", "cpu", "event", "state", "success", "lvl", "migrator", "dependency")]
+    pd.testing.assert_frame_equal(part, full[list(part.columns)])
+    assert r._events_columns(["state"]) is full  # once built, the whole frame
+    assert tl.simulate(cfg.replace(record_events=False)).events is None
+
+
 def test_push_and_pull_see_the_same_workload():
     """Random draws belong to the workload's generators, not to the kernel
     policy: each task draws the same timeouts, in the same order, under push

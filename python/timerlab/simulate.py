@@ -77,6 +77,26 @@ class Result:
     hrtimers: pd.DataFrame = None
     latency: pd.DataFrame = None
 
+    def __post_init__(self):
+        if isinstance(self.__dict__.get("events"), _LazyEvents):
+            self._lazy_events = self.__dict__.pop("events")
+
+    def __getattr__(self, name):
+        # Only ``events`` is ever missing: its frame, built on first use from the raw log.
+        lazy = self.__dict__.get("_lazy_events")
+        if name != "events" or lazy is None:
+            raise AttributeError(name)
+        self.events = events = lazy.frame()
+        del self._lazy_events
+        return events
+
+    def _events_columns(self, columns) -> pd.DataFrame | None:
+        """The event log with only ``columns`` among its fields (every row;
+        ts_ns, cpu and event always): what validate compares, without the
+        whole frame. The whole frame if it was already built."""
+        lazy = self.__dict__.get("_lazy_events")
+        return self.events if lazy is None else lazy.frame(columns)
+
     def cyclictest(self, histogram_us: int | None = None, *, quiet: bool = False, frame: bool = False):
         """What cyclictest prints for this run's cyclictest threads: the
         ``T: …`` line per thread, and with ``histogram_us`` its ``-h``
@@ -110,6 +130,16 @@ class Result:
                 f"{int(s['timers_expired_remote'])} expired remotely; ran {s['sim_speed_x_realtime']:.0f}x real time)")
 
 
+class _LazyEvents:
+    """The raw event log of a run and its function names: Result.events' frame, not yet built."""
+
+    def __init__(self, arrays: dict, names):
+        self.arrays, self.names = arrays, names
+
+    def frame(self, columns=None) -> pd.DataFrame:
+        return events_frame(self.arrays, self.names, columns)
+
+
 def simulate(cfg: Config, *, time_limit_s: float | None = None) -> Result:
     """Run one simulation of ``cfg``.
 
@@ -138,7 +168,8 @@ def simulate(cfg: Config, *, time_limit_s: float | None = None) -> Result:
     timers = _timers(cfg, raw["timers"], names, core["workload"])
     residency = _residency(raw["residency"], states)
     idle = _idle_periods(raw["idle_periods"], states, names) if cfg.record_idle else None
-    events = events_frame(raw["events"], names) if cfg.record_events else None
+    # The event log's frame is built on first use (Result.events): validate reads a few of its columns.
+    events = _LazyEvents(raw["events"], names) if cfg.record_events else None
     hrtimers = _hrtimers(raw["hrtimers"], names)
     latency = _latency(raw["latency"], states)
     summary = _summary(cfg, raw, per_cpu, timers, residency, wall, hrtimers, latency)

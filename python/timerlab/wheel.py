@@ -271,6 +271,20 @@ class TimerWheel:
             "now_jiffies": d["jiffies"][start:][expired],
         })
 
+    def _collect_ids(self, jiffies: int) -> tuple:
+        """collect_next(jiffies) as (timer ids, idx) arrays, without building a
+        DataFrame: the trace's wheel replay (fidelity/wheel.py) collects once
+        per traced expiry, and a frame each time cost more than the wheel."""
+        if not self._log:
+            self._w.clear_events()
+        start = len(self._w.events()["kind"]) if self._log else 0
+        self._w.run(jiffies, True, None)
+        d = self._w.events()
+        if not self._log:
+            self._w.clear_events()
+        expired = d["kind"][start:] == _EVENT_NAMES.index("timer_expire_entry")
+        return d["timer"][start:][expired], d["idx"][start:][expired]
+
     def _timer(self, timer) -> int:
         t = check_int("timer", timer, minimum=0)
         if t >= 2**32 - 1:

@@ -78,29 +78,37 @@ def winner_programs(programs: pd.DataFrame, cpus, times) -> list:
     ran the expiry (its timer softirq runs in the interrupt of that wakeup,
     before the idle path reprograms the tick) — else None: the CPU was
     active (woken otherwise, its tick running)."""
-    by_cpu = {c: g for c, g in programs.groupby("cpu")}
+    # Per CPU, its programs' columns as arrays (in the table's order): a
+    # pandas mask per expiry cost more than the rest of validate's races.
+    by_cpu = {c: (g["from_ns"].to_numpy(), g["until_ns"].to_numpy(), g["programmed_ns"].to_numpy())
+              for c, g in programs.groupby("cpu")}
     out = []
     for c, t in zip(cpus, times):
         g = by_cpu.get(c)
         if g is None or t is None:
             out.append(None)
             continue
-        m = (g["from_ns"] < t) & (g["until_ns"] >= t) & (g["programmed_ns"] <= t)
-        out.append(int(g.loc[m, "programmed_ns"].iloc[-1]) if m.any() else None)
+        from_ns, until_ns, programmed = g
+        m = np.flatnonzero((from_ns < t) & (until_ns >= t) & (programmed <= t))
+        out.append(int(programmed[m[-1]]) if len(m) else None)
     return out
 
 
-def race_columns(x: pd.DataFrame, trace, script, res) -> pd.DataFrame:
+def race_columns(x: pd.DataFrame, trace, script, res, sim_events=None) -> pd.DataFrame:
     """``x`` (validate's expiring-CPU table) with the duty holders of each
     expiry: holders_trace, holders_sim (frozensets; the winner alone where it
     was active), race (the kernel had two or more holders), in_holders (the
-    simulated winner is one of the kernel's holders), jaccard."""
+    simulated winner is one of the kernel's holders), jaccard. ``sim_events``:
+    the simulation's event log if not ``res.events`` (validate's, with the
+    columns read here)."""
     ev = trace.events
     off = script.clock_offset_ns
     tr_prog = stopped_programs(ev, off)
-    t_exp = ev.set_index("line").loc[x["line"].to_numpy(), "ts_ns"].to_numpy(np.int64) - off if len(x) else []
+    # ts_ns by line (a Series of the two columns: set_index would copy every column of the trace)
+    ts_of = pd.Series(ev["ts_ns"].to_numpy(), index=ev["line"].to_numpy())
+    t_exp = ts_of.loc[x["line"].to_numpy()].to_numpy(np.int64) - off if len(x) else []
     p_tr = winner_programs(tr_prog, x["cpu_trace"].tolist(), [int(t) for t in t_exp])
-    sim_ev = res.events
+    sim_ev = res.events if sim_events is None else sim_events
     sim_prog = stopped_programs(sim_ev, 0)
     cpu_sim = [None if pd.isna(c) else int(c) for c in x["cpu_sim"]]
     t_sim = [None if s < 0 else int(s) for s in x["expired_ns_sim"].fillna(-1).astype(np.int64)]

@@ -21,6 +21,9 @@ from .report import FidelityItem, FidelityReport
 from .wheel import base_of_flags, wheel_replay
 
 
+# The fields of the simulation's event log validate reads (_idle_counts, _handovers, races.stopped_programs).
+SIM_COLUMNS = ("state", "success", "lvl", "group", "migrator", "function", "expires_ns", "prev_pid", "is_idle")
+
 # What validate does, in order: the steps a progress callback is told of.
 VALIDATE_STAGES = ("replay and simulation", "wheel", "expiring CPU", "idle, hrtimers and hierarchy")
 
@@ -139,6 +142,8 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
     cfg = to_config(trace, **{**overrides, "record_events": True})  # the comparisons read the event log
     script = script_of(cfg.workload)
     res = simulate(cfg)
+    # The simulation's event log, only the fields compared below (every row): not its whole frame.
+    sim_ev = res._events_columns(SIM_COLUMNS)
     notes = list(script.notes)
     items = []
 
@@ -173,7 +178,7 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
         f"global timers; {unknown} expiries of timers armed before the trace left out"))
     if cfg.placement == "pull" and len(x):
         if (ev["event"] == "hrtimer_start").any():
-            x = race_columns(x, trace, script, res)
+            x = race_columns(x, trace, script, res, sim_events=sim_ev)
             items += _race_items(x, notes)
         else:
             # Who held the duty shows only in the stopped ticks' hrtimer_start.
@@ -201,7 +206,7 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
     entries, stops = _idle_counts(ev)
     # The simulation's idle period in progress at the start (its entry and
     # tick stop happened before the trace, which cannot show them) is not counted.
-    sim_entries, sim_stops = _idle_counts(res.events[res.events["ts_ns"] > cfg.start_ns])
+    sim_entries, sim_stops = _idle_counts(sim_ev[sim_ev["ts_ns"] > cfg.start_ns])
     n = cfg.topology.cpus
     per_cpu = pd.DataFrame({
         "cpu": np.arange(n),
@@ -244,7 +249,7 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
     if cfg.governor == "none" and not {"idle_states", "governor"} & set(overrides):
         notes.append("idle: no cpuidle driver, inferred from cpu_idle showing state 1 only (default_idle_call; "
                      "a driver whose only state used is 1 looks the same: pass idle_states= and governor=)")
-    items.append(_handovers(trace, res, cfg.start_ns + script.clock_offset_ns))
+    items.append(_handovers(trace, res, cfg.start_ns + script.clock_offset_ns, sim_ev))
     return FidelityReport(trace.path, cfg, items, per_cpu, x, res, notes)
 
 
@@ -333,12 +338,13 @@ def _idle_counts(ev) -> tuple:
     return ci[ci["state"] != CPU_IDLE_EXIT].groupby("cpu").size(), ts.groupby("cpu").size()
 
 
-def _handovers(trace, res, start_ts) -> FidelityItem:
+def _handovers(trace, res, start_ts, sim_events=None) -> FidelityItem:
     """Migrator hand-overs per level-0 group of the hierarchy: how often the
     group's migrator changed (tmigr_group_set_cpu_active/inactive), trace vs
     simulation. Groups are matched by the CPUs whose events they carry."""
     name, note = "tmigr", "migrator hand-overs per level-0 group, 1 - sum|sim-trace|/sum trace"
-    if res.events is None:
+    sim_events = res.events if sim_events is None else sim_events
+    if sim_events is None:
         return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: the run kept no events")
 
     if res.config.placement != "pull":
@@ -360,7 +366,7 @@ def _handovers(trace, res, start_ts) -> FidelityItem:
     tr_counts = count(trace.events, start_ts)
     if not tr_counts:
         return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: the trace has no level-0 group events")
-    sim_counts = count(res.events, res.config.start_ns)
+    sim_counts = count(sim_events, res.config.start_ns)
     rows, hidden = [], set()
     for cpus, n in sorted(tr_counts.items()):
         # A simulated group holds every CPU its trace group showed (the trace

@@ -112,11 +112,13 @@ class _Bases:
         if t is None:
             t = self.ids[(ptr, key)] = w.new_timer()
             self.ptr_of[(key, t)] = ptr
-        w.mod_timer(t, expires)
+        # The core wheel itself (w._w) on the paths run per event: TimerWheel's
+        # argument checks and dicts cost more than the wheel on a long trace.
+        w._w.mod_timer(t, expires, 0)
         self.where[ptr] = (key, t)
         self.collected.pop(ptr, None)
-        info = w.timer(t)
-        return info["idx"], info["bucket_expiry_jiffies"], w.clk
+        _pending, _expires, idx, bucket, _flags = w._w.timer_info(t)
+        return idx, bucket, w._w.clk
 
     def cancel(self, ptr):
         loc = self.where.get(ptr)
@@ -128,7 +130,7 @@ class _Bases:
         until the timer is collected; returns the traced baseclk or None."""
         if ptr not in self.collected:
             loc = self.where.get(ptr)
-            if loc is None or not self.wheels[loc[0]].timer(loc[1])["pending"]:
+            if loc is None or not self.wheels[loc[0]]._w.timer_info(loc[1])[0]:
                 return None
             w = self.wheels[loc[0]]
             for _ in range(w.depth * 64):
@@ -152,11 +154,11 @@ class _Bases:
 
     def _collect(self, key, now) -> bool:
         w = self.wheels[key]
-        batch = w.collect_next(max(now, w.jiffies))
-        if batch.empty:
+        timers, idxs = w._collect_ids(max(now, w.jiffies))
+        if not len(timers):
             return False
         self.collections += 1
-        for wid, idx in zip(batch["timer"].tolist(), batch["idx"].tolist()):
+        for wid, idx in zip(timers.tolist(), idxs.tolist()):
             self.collected[self.ptr_of[(key, wid)]] = (key, self.collections, idx // 64)
         return True
 
@@ -165,16 +167,16 @@ class _Bases:
         for kind in ("LOCAL", "GLOBAL", "DEF"):
             w = self.wheels.get((cpu, kind))
             while w is not None and w.next_expiry_recalc and jiffies >= w.next_expiry and jiffies >= w.jiffies:
-                w.collect_next(jiffies)
+                w._collect_ids(jiffies)
 
     def idle_entry(self, cpu, basej):
         """Idle path: refresh and forward the LOCAL and GLOBAL bases to basej."""
         for kind in ("LOCAL", "GLOBAL"):
             w = self.wheels.get((cpu, kind))
-            if w is not None and basej >= w.jiffies:
-                w.jiffies = basej
-                w.next_timer_interrupt(basej)
-                w.forward(basej)
+            if w is not None and basej >= w._w.jiffies:
+                w._w.jiffies = basej
+                w._w.next_timer_interrupt(basej)
+                w._w.forward(basej)
 
 
 def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay:

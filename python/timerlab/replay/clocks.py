@@ -8,6 +8,7 @@ Not here: what the CPUs did (activity.py), the script itself (script.py).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, is_tick
 
@@ -119,7 +120,16 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
 
 
 def tick_events(ev):
-    return ev[(ev["event"] == "hrtimer_expire_entry") & ev["function"].astype(str).isin(TICK_FUNCTIONS)]
+    return ev[(ev["event"] == "hrtimer_expire_entry") & is_tick_function(ev["function"])]
+
+
+def is_tick_function(function: pd.Series) -> pd.Series:
+    """``function.astype(str).isin(TICK_FUNCTIONS)``, of a categorical from
+    its categories (astype(str) spelled out every row of the trace)."""
+    if not isinstance(function.dtype, pd.CategoricalDtype):
+        return function.astype(str).isin(TICK_FUNCTIONS)
+    hit = np.append(np.asarray(function.cat.categories.astype(str).isin(TICK_FUNCTIONS), dtype=bool), False)
+    return pd.Series(hit[function.cat.codes.to_numpy()], index=function.index)  # code -1 (missing): the False
 
 
 def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_check=True):
@@ -159,7 +169,7 @@ def tick_wakeups(ev, tick_ns, offset=None):
     jiffies-update duty's holder advances jiffies there, which other CPUs'
     tick decisions read (tick_nohz_next_event's basej)."""
     sel = ev[(ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
-              & ev["function"].astype(str).isin(TICK_FUNCTIONS))
+              & is_tick_function(ev["function"]))
              | ev["event"].isin(("tick_stop", "cpu_idle", "sched_switch", "timer_base_idle"))]
     event, cpu, line = column(sel, "event"), column(sel, "cpu"), column(sel, "line")
     hrtimer, expires, now = column(sel, "hrtimer"), column(sel, "expires_ns"), column(sel, "now_ns")

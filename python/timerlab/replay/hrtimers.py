@@ -34,6 +34,8 @@ items' assembly (script.py).
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..trace.events import TICK_FUNCTIONS, column
@@ -47,6 +49,7 @@ _CALLBACK_ENDS = ("softirq_entry", "cpu_idle", "sched_switch")
 _MODE_BITS = {"PINNED": 0x02, "SOFT": 0x04, "HARD": 0x08}
 
 
+@lru_cache(maxsize=256)  # a trace spells a handful of modes, on every hrtimer_start
 def mode_bits(mode) -> int:
     """The PINNED/SOFT/HARD bits of a traced mode ("ABS|PINNED|HARD"; None: none known)."""
     if mode is None:

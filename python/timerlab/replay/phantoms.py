@@ -46,18 +46,18 @@ def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
     timer, flags, base_cpu = column(sel, "timer"), column(sel, "flags", ""), column(sel, "base_cpu")
     bucket, nextevt = column(sel, "bucket_expiry_jiffies"), column(sel, "nextevt_ns")
     detaches = expiry_detaches(event, cpu, timer)
-    pending = {}  # timer -> (base CPU, bucket ns) of a known global timer
+    pending = _Pending()  # known global timers: timer -> (base CPU, bucket ns)
     out, open_ = [], {}  # phantoms; CPU -> its phantom still pending
     for i, e in enumerate(event):
         if e == "timer_start":
-            pending.pop(timer[i], None)
+            pending.pop(timer[i])
             if not parse_timer_flags(flags[i] or "") & _PINNED_OR_DEFERRABLE and bucket[i] is not None:
-                pending[timer[i]] = (base_cpu[i], (int(bucket[i]) - j0) * tick_ns)
+                pending.put(timer[i], base_cpu[i], (int(bucket[i]) - j0) * tick_ns)
         elif e == "timer_cancel":
             if i not in detaches:
-                pending.pop(timer[i], None)
+                pending.pop(timer[i])
         elif e == "timer_expire_entry":
-            pending.pop(timer[i], None)
+            pending.pop(timer[i])
         elif e != "timer_expire_exit" and nextevt[i] is not None:
             c, t_mono, nxt = cpu[i], ts[i] - offset, int(nextevt[i])
             p = open_.get(c)
@@ -68,7 +68,7 @@ def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
                     p["cancel"] = (ts[i], line[i])
                     del open_[c]
                 continue
-            known = min((b for bc, b in pending.values() if bc == c), default=KTIME_MAX)
+            known = pending.earliest(c)
             if nxt == KTIME_MAX or nxt >= known or nxt <= t_mono:
                 continue
             j = nxt // tick_ns + j0
@@ -77,6 +77,25 @@ def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
                 open_[c] = {"arm": (ts[i], line[i]), "cpu": c, "expires": expires, "due_ns": nxt, "cancel": None}
                 out.append(open_[c])
     return [(p["arm"][0], p["arm"][1], p["cpu"], p["expires"]) + (p["cancel"] or (None, None)) for p in out]
+
+
+class _Pending:
+    """Known pending global timers by base CPU: the earliest bucket of one
+    CPU without a scan of every CPU's timers at each hierarchy report."""
+
+    def __init__(self):
+        self.cpu_of, self.by_cpu = {}, {}  # timer -> base CPU; base CPU -> {timer: bucket ns}
+
+    def put(self, t, cpu, bucket_ns):
+        self.cpu_of[t] = cpu
+        self.by_cpu.setdefault(cpu, {})[t] = bucket_ns
+
+    def pop(self, t):
+        if t in self.cpu_of:
+            del self.by_cpu[self.cpu_of.pop(t)][t]
+
+    def earliest(self, cpu) -> int:
+        return min(self.by_cpu.get(cpu, {}).values(), default=KTIME_MAX)
 
 
 def _expires_for_bucket(bucket_j, clk, hz):

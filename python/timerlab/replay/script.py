@@ -172,7 +172,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     if hz is None:
         hz = trace.features.hz or 250
     tick_ns = (1_000_000_000 + hz // 2) // hz
-    run = ev[~ev["event"].isin(_SETUP_EVENTS)]
+    run = _without_setup(ev)
     if not len(run):
         raise ValueError(f"replay: {trace.path} has no events to replay")
 
@@ -391,6 +391,17 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
                   notes=tuple(notes), jiffies_duty=jiffies == "kernel", wake_stopped=wake_stopped,
                   hrtimer_pointers=np.array(hr_pointers, dtype=np.uint64))
+
+
+def _without_setup(ev: pd.DataFrame) -> pd.DataFrame:
+    """The events less the boot-time hierarchy set-up. Those lead the trace
+    when it has them: then a slice, not a copy of every column (a copy of
+    the whole events frame was build_script's largest allocation)."""
+    setup = ev["event"].isin(_SETUP_EVENTS).to_numpy()
+    n = int(setup.sum())
+    if setup[:n].all():
+        return ev.iloc[n:]
+    return ev[~setup]
 
 
 def script_of(workload) -> Script:
