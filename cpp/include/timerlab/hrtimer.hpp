@@ -118,14 +118,30 @@ struct Hrtimer {
 };
 
 // One timerqueue: an indexed binary min-heap of timer ids keyed by
-// (expires, seq); timers keep their position for O(log n) removal.
+// (expires, seq); timers keep their position for O(log n) removal. The keys
+// are unique (seq is), so the order timers leave the queue in does not
+// depend on the heap's layout: removing and re-adding a timer, or re-keying
+// it in place, expire the same timers in the same order.
 class HrtimerQueue {
  public:
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
   HrtimerId first() const { return heap_.empty() ? kNoHrtimer : heap_[0]; }
-  void add(std::vector<Hrtimer>& pool, HrtimerId t);
-  void del(std::vector<Hrtimer>& pool, HrtimerId t);
+  [[gnu::always_inline]] void add(std::vector<Hrtimer>& pool, HrtimerId t) {
+    heap_.push_back(t);
+    up(pool, static_cast<std::uint32_t>(heap_.size() - 1));
+  }
+  [[gnu::always_inline]] void del(std::vector<Hrtimer>& pool, HrtimerId t);
+  // A queued timer whose key (expires, seq) has just changed moves to its
+  // place: the same queue as del + add, without the two resizes.
+  void rekey(std::vector<Hrtimer>& pool, HrtimerId t) {
+    const std::uint32_t i = pool[t].heap_pos;
+    if (i > 0 && less(pool, t, heap_[(i - 1) / 2])) {
+      up(pool, i);
+    } else {
+      down(pool, i);
+    }
+  }
   // The earliest hard expiry among the queued timers other than `exclude`.
   std::int64_t first_expires_without(const std::vector<Hrtimer>& pool, HrtimerId exclude) const;
   std::string check(const std::vector<Hrtimer>& pool) const;
@@ -141,6 +157,52 @@ class HrtimerQueue {
   void down(std::vector<Hrtimer>& pool, std::uint32_t i);
   std::vector<HrtimerId> heap_;
 };
+
+// The heap's moves are a few loads and stores on the queues of a handful of
+// timers a CPU has: inline, on every tick's path.
+inline void HrtimerQueue::up(std::vector<Hrtimer>& pool, std::uint32_t i) {
+  const HrtimerId t = heap_[i];
+  while (i > 0) {
+    const std::uint32_t parent = (i - 1) / 2;
+    if (!less(pool, t, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    pool[heap_[i]].heap_pos = i;
+    i = parent;
+  }
+  heap_[i] = t;
+  pool[t].heap_pos = i;
+}
+
+inline void HrtimerQueue::down(std::vector<Hrtimer>& pool, std::uint32_t i) {
+  const HrtimerId t = heap_[i];
+  const auto n = static_cast<std::uint32_t>(heap_.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && less(pool, heap_[c + 1], heap_[c])) ++c;
+    if (!less(pool, heap_[c], t)) break;
+    heap_[i] = heap_[c];
+    pool[heap_[i]].heap_pos = i;
+    i = c;
+  }
+  heap_[i] = t;
+  pool[t].heap_pos = i;
+}
+
+inline void HrtimerQueue::del(std::vector<Hrtimer>& pool, HrtimerId t) {
+  const std::uint32_t i = pool[t].heap_pos;
+  pool[t].heap_pos = Hrtimer::kNotQueued;
+  const HrtimerId last = heap_.back();
+  heap_.pop_back();
+  if (last == t) return;
+  heap_[i] = last;
+  pool[last].heap_pos = i;
+  if (i > 0 && less(pool, last, heap_[(i - 1) / 2])) {
+    up(pool, i);
+  } else {
+    down(pool, i);
+  }
+}
 
 enum HrtimerBaseType : unsigned { HRTIMER_BASE_MONOTONIC = 0, HRTIMER_BASE_MONOTONIC_SOFT = 1, HRTIMER_MAX_CLOCK_BASES = 2 };
 
@@ -184,9 +246,15 @@ struct HrtimerPolicy {
 };
 
 // The hrtimers of a machine: a pool of timers and one cpu base per CPU.
-class Hrtimers {
+// Host: an HrtimerHost. The engine instantiates it with itself (a final
+// class), so that the calls into the host on every tick's path (the clock,
+// the callback, the tracepoints) are direct and inlined rather than virtual;
+// `Hrtimers` (any HrtimerHost, through its virtual functions) is what the
+// tests drive. The member functions are in src/hrtimer_impl.hpp.
+template <class Host>
+class HrtimersT {
  public:
-  Hrtimers(unsigned nr_cpus, HrtimerPolicy policy, HrtimerHost& host);
+  HrtimersT(unsigned nr_cpus, HrtimerPolicy policy, Host& host);
 
   // hrtimer_setup: a new timer (or reuse of a freed id); soft: HRTIMER_MODE_SOFT.
   HrtimerId setup(std::uint16_t function, bool soft, std::uint32_t owner);
@@ -219,23 +287,27 @@ class Hrtimers {
 
  private:
   HrtimerQueue& queue_of(const Hrtimer& t) { return bases_[static_cast<unsigned>(t.cpu)].clock_base[t.is_soft]; }
-  bool enqueue(HrtimerId t, unsigned cpu);
+  // (Inlined: the tick's restart and the device's reprogram on every tick.)
+  [[gnu::always_inline]] bool enqueue(HrtimerId t, unsigned cpu);
   void remove(HrtimerId t, bool reprogram);
   unsigned switch_hrtimer_base(HrtimerId t, unsigned this_cpu, bool pinned);
   bool check_target(HrtimerId t, unsigned cpu) const;
-  std::int64_t get_next_event(const HrtimerCpuBase& b, unsigned which) const;
-  std::int64_t update_next_event(HrtimerCpuBase& b);
+  [[gnu::always_inline]] std::int64_t get_next_event(const HrtimerCpuBase& b, unsigned which) const;
+  [[gnu::always_inline]] std::int64_t update_next_event(HrtimerCpuBase& b);
   void force_reprogram(unsigned cpu, bool skip_equal);
   void reprogram(HrtimerId t, bool reprogram_device);
-  bool program_device(unsigned cpu, std::int64_t t, bool force);
+  [[gnu::always_inline]] bool program_device(unsigned cpu, std::int64_t t, bool force);
   void run_queue(unsigned cpu, unsigned which, std::int64_t now);
 
   std::vector<Hrtimer> pool_;
   std::vector<HrtimerId> free_;
   std::vector<HrtimerCpuBase> bases_;
   HrtimerPolicy policy_;
-  HrtimerHost& host_;
+  Host& host_;
   std::uint64_t seq_ = 0;
 };
+
+using Hrtimers = HrtimersT<HrtimerHost>;
+extern template class HrtimersT<HrtimerHost>;  // hrtimer.cpp
 
 }  // namespace timerlab
