@@ -78,8 +78,7 @@ void HrtimersT<Host>::remove(HrtimerId t, bool reprogram) {
 
 template <class Host>
 inline std::int64_t HrtimersT<Host>::get_next_event(const HrtimerCpuBase& b, unsigned which) const {
-  const HrtimerId f = b.clock_base[which].first();
-  return f == kNoHrtimer ? kHrtimerNever : pool_[f].expires;
+  return b.clock_base[which].first_expires();
 }
 
 template <class Host>
@@ -233,9 +232,9 @@ std::uint64_t HrtimersT<Host>::forward(HrtimerId t, std::int64_t now, std::int64
 template <class Host>
 std::int64_t HrtimersT<Host>::next_event_without(unsigned cpu, HrtimerId exclude) const {
   const HrtimerCpuBase& b = bases_[cpu];
-  std::int64_t e = b.clock_base[HRTIMER_BASE_MONOTONIC].first_expires_without(pool_, exclude);
+  std::int64_t e = b.clock_base[HRTIMER_BASE_MONOTONIC].first_expires_without(exclude);
   if (!b.softirq_activated) {
-    e = std::min(e, b.clock_base[HRTIMER_BASE_MONOTONIC_SOFT].first_expires_without(pool_, exclude));
+    e = std::min(e, b.clock_base[HRTIMER_BASE_MONOTONIC_SOFT].first_expires_without(exclude));
   }
   return e;
 }
@@ -248,13 +247,14 @@ void HrtimersT<Host>::run_queue(unsigned cpu, unsigned which, std::int64_t now) 
   HrtimerQueue& q = bases_[cpu].clock_base[which];
   const std::uint64_t pass = seq_;
   while (!q.empty()) {
-    const HrtimerId t = q.first();
+    const HrtimerQueue::Entry& first = q.top();
     // In hard-expiry order, as long as the soft expiry has passed: a timer
     // whose window opened behind one whose window has not waits.
-    if (now < pool_[t].softexpires) break;
+    if (now < first.softexpires) break;
     // A callback that restarted its timer at or before `now` (the kernel's
     // would loop here) waits for the next pass: the hang detection's case.
-    if (pool_[t].seq > pass) break;
+    if (first.seq > pass) break;
+    const HrtimerId t = first.id;
     q.del(pool_, t);
     pool_[t].running = true;
     const HrtimerRestart r = host_.hrtimer_callback(t, now);
@@ -329,7 +329,8 @@ std::string HrtimersT<Host>::check_invariants() const {
     for (unsigned w = 0; w < HRTIMER_MAX_CLOCK_BASES; ++w) {
       const std::string e = b.clock_base[w].check(pool_);
       if (!e.empty()) return "CPU " + std::to_string(c) + ": " + e;
-      for (const HrtimerId t : b.clock_base[w].ids()) {
+      for (const HrtimerQueue::Entry& e : b.clock_base[w].entries()) {
+        const HrtimerId t = e.id;
         const Hrtimer& h = pool_[t];
         if (h.cpu != static_cast<std::int32_t>(c) || h.is_soft != (w == HRTIMER_BASE_MONOTONIC_SOFT)) {
           return "hrtimer " + std::to_string(t) + " sits in the wrong queue";

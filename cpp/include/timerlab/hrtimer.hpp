@@ -63,7 +63,8 @@
 //
 // Invariants (check_invariants):
 //   * each queue is a heap ordered by (expires, seq) whose positions match
-//     the timers' heap_pos; a queued timer's cpu and soft flag name its queue;
+//     the timers' heap_pos and whose copies of the keys match the timers';
+//     a queued timer's cpu and soft flag name its queue;
 //   * softexpires <= expires for every timer;
 //   * outside an interrupt, a CPU's expires_next is no later than its first
 //     queued hard expiry (a remote enqueue never becomes first).
@@ -117,18 +118,33 @@ struct Hrtimer {
   bool queued() const { return heap_pos != kNotQueued; }
 };
 
-// One timerqueue: an indexed binary min-heap of timer ids keyed by
-// (expires, seq); timers keep their position for O(log n) removal. The keys
-// are unique (seq is), so the order timers leave the queue in does not
-// depend on the heap's layout: removing and re-adding a timer, or re-keying
-// it in place, expire the same timers in the same order.
+// One timerqueue: an indexed binary min-heap keyed by (expires, seq);
+// timers keep their position for O(log n) removal. Each place holds a copy
+// of its timer's key and soft expiry, so that ordering the queue and looking
+// at its first timer read the queue alone, not the timers (on every tick,
+// that is a cache line instead of two or three dependent ones). The copy is
+// taken when the timer is queued or re-keyed: a queued timer's expires,
+// softexpires and seq change only through start_range_ns (check() verifies).
+// The keys are unique (seq is), so the order timers leave the queue in does
+// not depend on the heap's layout: removing and re-adding a timer, or
+// re-keying it in place, expire the same timers in the same order.
 class HrtimerQueue {
  public:
+  struct Entry {
+    std::int64_t expires;      // the timer's, when queued or re-keyed
+    std::int64_t softexpires;
+    std::uint64_t seq;
+    HrtimerId id;
+  };
+
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
-  HrtimerId first() const { return heap_.empty() ? kNoHrtimer : heap_[0]; }
+  HrtimerId first() const { return heap_.empty() ? kNoHrtimer : heap_[0].id; }
+  // The first timer's place (the queue must not be empty).
+  const Entry& top() const { return heap_[0]; }
+  std::int64_t first_expires() const { return heap_.empty() ? kHrtimerNever : heap_[0].expires; }
   [[gnu::always_inline]] void add(std::vector<Hrtimer>& pool, HrtimerId t) {
-    heap_.push_back(t);
+    heap_.push_back(entry_of(pool, t));
     up(pool, static_cast<std::uint32_t>(heap_.size() - 1));
   }
   [[gnu::always_inline]] void del(std::vector<Hrtimer>& pool, HrtimerId t);
@@ -136,68 +152,71 @@ class HrtimerQueue {
   // place: the same queue as del + add, without the two resizes.
   void rekey(std::vector<Hrtimer>& pool, HrtimerId t) {
     const std::uint32_t i = pool[t].heap_pos;
-    if (i > 0 && less(pool, t, heap_[(i - 1) / 2])) {
+    heap_[i] = entry_of(pool, t);
+    if (i > 0 && less(heap_[i], heap_[(i - 1) / 2])) {
       up(pool, i);
     } else {
       down(pool, i);
     }
   }
   // The earliest hard expiry among the queued timers other than `exclude`.
-  std::int64_t first_expires_without(const std::vector<Hrtimer>& pool, HrtimerId exclude) const;
+  std::int64_t first_expires_without(HrtimerId exclude) const;
   std::string check(const std::vector<Hrtimer>& pool) const;
-  const std::vector<HrtimerId>& ids() const { return heap_; }
+  const std::vector<Entry>& entries() const { return heap_; }
 
  private:
-  static bool less(const std::vector<Hrtimer>& pool, HrtimerId a, HrtimerId b) {
-    const Hrtimer& x = pool[a];
-    const Hrtimer& y = pool[b];
+  static Entry entry_of(const std::vector<Hrtimer>& pool, HrtimerId t) {
+    const Hrtimer& h = pool[t];
+    return {h.expires, h.softexpires, h.seq, t};
+  }
+  static bool less(const Entry& x, const Entry& y) {
     return x.expires != y.expires ? x.expires < y.expires : x.seq < y.seq;
   }
-  void up(std::vector<Hrtimer>& pool, std::uint32_t i);
-  void down(std::vector<Hrtimer>& pool, std::uint32_t i);
-  std::vector<HrtimerId> heap_;
+  [[gnu::always_inline]] void up(std::vector<Hrtimer>& pool, std::uint32_t i);
+  [[gnu::always_inline]] void down(std::vector<Hrtimer>& pool, std::uint32_t i);
+  std::vector<Entry> heap_;
 };
 
 // The heap's moves are a few loads and stores on the queues of a handful of
 // timers a CPU has: inline, on every tick's path.
 inline void HrtimerQueue::up(std::vector<Hrtimer>& pool, std::uint32_t i) {
-  const HrtimerId t = heap_[i];
+  const Entry e = heap_[i];
   while (i > 0) {
     const std::uint32_t parent = (i - 1) / 2;
-    if (!less(pool, t, heap_[parent])) break;
+    if (!less(e, heap_[parent])) break;
     heap_[i] = heap_[parent];
-    pool[heap_[i]].heap_pos = i;
+    pool[heap_[i].id].heap_pos = i;
     i = parent;
   }
-  heap_[i] = t;
-  pool[t].heap_pos = i;
+  heap_[i] = e;
+  pool[e.id].heap_pos = i;
 }
 
 inline void HrtimerQueue::down(std::vector<Hrtimer>& pool, std::uint32_t i) {
-  const HrtimerId t = heap_[i];
+  const Entry e = heap_[i];
   const auto n = static_cast<std::uint32_t>(heap_.size());
   for (;;) {
     std::uint32_t c = 2 * i + 1;
     if (c >= n) break;
-    if (c + 1 < n && less(pool, heap_[c + 1], heap_[c])) ++c;
-    if (!less(pool, heap_[c], t)) break;
+    if (c + 1 < n && less(heap_[c + 1], heap_[c])) ++c;
+    if (!less(heap_[c], e)) break;
     heap_[i] = heap_[c];
-    pool[heap_[i]].heap_pos = i;
+    pool[heap_[i].id].heap_pos = i;
     i = c;
   }
-  heap_[i] = t;
-  pool[t].heap_pos = i;
+  heap_[i] = e;
+  pool[e.id].heap_pos = i;
 }
 
 inline void HrtimerQueue::del(std::vector<Hrtimer>& pool, HrtimerId t) {
   const std::uint32_t i = pool[t].heap_pos;
   pool[t].heap_pos = Hrtimer::kNotQueued;
-  const HrtimerId last = heap_.back();
+  const Entry last = heap_.back();
   heap_.pop_back();
-  if (last == t) return;
+  if (last.id == t) return;
   heap_[i] = last;
-  pool[last].heap_pos = i;
-  if (i > 0 && less(pool, last, heap_[(i - 1) / 2])) {
+  pool[last.id].heap_pos = i;
+  if (i > 0 && less(last, heap_[(i - 1) / 2])) {
     up(pool, i);
   } else {
     down(pool, i);
