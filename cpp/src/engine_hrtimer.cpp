@@ -24,12 +24,10 @@ std::int64_t Engine::hrtimer_callback_ns(HrtimerId t) const {
   return f < cfg_.callback_ns.size() ? cfg_.callback_ns[f] : 0;
 }
 
-void Engine::trace_hrtimer_start(HrtimerId t, std::uint8_t mode, bool was_armed) {
+void Engine::hrtimer_start_rows(HrtimerId t, std::uint8_t mode, bool was_armed) {
   const Hrtimer& h = hr_[t];
   HrtimerInfo& info = hinfo_[t];
-  info.mode = mode;
   if (was_armed) hrtimer_row_end(t, TimerOutcome::rearmed, hrtimer_now());
-  ++res_.cpus[static_cast<unsigned>(h.cpu)].hrtimers_armed;
   const bool tick = info.kind == HrtimerKind::tick;
   if (cfg_.record_hrtimers == RecordHrtimers::all || (cfg_.record_hrtimers == RecordHrtimers::no_tick && !tick)) {
     info.row = static_cast<std::int64_t>(res_.hrtimers.size());
@@ -48,9 +46,8 @@ void Engine::trace_hrtimer_cancel(HrtimerId t) {
   if (cfg_.record_events && trace_hrtimers_) log_.add(SimEvent::hrtimer_cancel, {std::uint64_t{t} + 1});
 }
 
-void Engine::hrtimer_row_end(HrtimerId t, TimerOutcome outcome, std::int64_t at) {
+void Engine::hrtimer_row_close(HrtimerId t, TimerOutcome outcome, std::int64_t at) {
   HrtimerInfo& info = hinfo_[t];
-  if (info.row < 0) return;
   HrtimerRow& row = res_.hrtimers[static_cast<std::size_t>(info.row)];
   row.outcome = outcome;
   row.end_ns = at;

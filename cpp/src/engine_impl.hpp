@@ -12,6 +12,7 @@
 #include "timerlab/engine.hpp"
 #include "timerlab/hrtimer.hpp"
 #include "timerlab/mod_timer.hpp"
+#include "hrtimer_impl.hpp"
 
 namespace timerlab {
 
@@ -202,7 +203,16 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   void hrtimer_device_programmed(unsigned cpu, std::int64_t) override {
     if (cpu != cur_) touch(cpu);
   }
-  void trace_hrtimer_start(HrtimerId t, std::uint8_t mode, bool was_armed) override;
+  // Every (re)start, the tick's every tick among them: the counter here, a
+  // row or an event only when asked for (engine_hrtimer.cpp).
+  void trace_hrtimer_start(HrtimerId t, std::uint8_t mode, bool was_armed) override {
+    HrtimerInfo& info = hinfo_[t];
+    info.mode = mode;
+    const bool row = cfg_.record_hrtimers == RecordHrtimers::all ||
+                     (cfg_.record_hrtimers == RecordHrtimers::no_tick && info.kind != HrtimerKind::tick);
+    if (was_armed || row || cfg_.record_events) hrtimer_start_rows(t, mode, was_armed);
+    ++res_.cpus[static_cast<unsigned>(hr_[t].cpu)].hrtimers_armed;
+  }
   void trace_hrtimer_cancel(HrtimerId t) override;
 
  private:
@@ -252,10 +262,14 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
     } else if (++guard_steps_ > guard_steps_limit_) {
       runaway_no_progress(cpu);
     }
-    if ((res_.steps & (kGuardCheckSteps - 1)) == 0) guard_check(cpu);
-    if ((res_.steps & (InterruptPoll::kPollSteps - 1)) == 0) poll_.poll(now_);
+    // One test a step: the guard's period is a multiple of the poll's.
+    if ((res_.steps & (InterruptPoll::kPollSteps - 1)) == 0) {
+      if ((res_.steps & (kGuardCheckSteps - 1)) == 0) guard_check(cpu);
+      poll_.poll(now_);
+    }
   }
   static constexpr std::uint64_t kGuardCheckSteps = 1u << 16;
+  static_assert(kGuardCheckSteps % InterruptPoll::kPollSteps == 0);
   [[noreturn]] void runaway_no_progress(unsigned cpu);
   void guard_check(unsigned cpu);
   std::string due_source(unsigned cpu) const;
@@ -301,7 +315,11 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
 
   // engine_hrtimer.cpp
   HrtimerId new_hrtimer(HrtimerKind kind, std::uint16_t function, std::uint32_t owner, bool soft);
-  void hrtimer_row_end(HrtimerId t, TimerOutcome outcome, std::int64_t at);
+  void hrtimer_start_rows(HrtimerId t, std::uint8_t mode, bool was_armed);
+  void hrtimer_row_end(HrtimerId t, TimerOutcome outcome, std::int64_t at) {
+    if (hinfo_[t].row >= 0) hrtimer_row_close(t, outcome, at);
+  }
+  void hrtimer_row_close(HrtimerId t, TimerOutcome outcome, std::int64_t at);
   std::int64_t hrtimer_callback_ns(HrtimerId t) const;
   void hrtimer_sleep(unsigned cpu, int task);
   void fair_server_fired(unsigned cpu);
@@ -358,7 +376,7 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   std::int64_t softirq_ns_ = 0;  // time the current timer softirq has taken so far (callbacks)
   std::int64_t hardirq_ns_ = 0;  // time the current hard interrupt has taken so far (entry, hrtimer callbacks)
   bool in_clock_irq_ = false;    // inside clock_interrupt (hard handlers and softirqs)
-  Hrtimers hr_;
+  HrtimersT<Engine> hr_;  // direct calls into the engine (hrtimer.hpp)
   std::vector<HrtimerInfo> hinfo_;
   bool trace_hrtimers_ = true;  // off for the replay's own tick bookkeeping (tick_delay)
   // A replayed re-arm from the timer's own callback: __mod_timer keeps the

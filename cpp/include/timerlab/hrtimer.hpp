@@ -63,7 +63,8 @@
 //
 // Invariants (check_invariants):
 //   * each queue is a heap ordered by (expires, seq) whose positions match
-//     the timers' heap_pos; a queued timer's cpu and soft flag name its queue;
+//     the timers' heap_pos and whose copies of the keys match the timers';
+//     a queued timer's cpu and soft flag name its queue;
 //   * softexpires <= expires for every timer;
 //   * outside an interrupt, a CPU's expires_next is no later than its first
 //     queued hard expiry (a remote enqueue never becomes first).
@@ -117,30 +118,110 @@ struct Hrtimer {
   bool queued() const { return heap_pos != kNotQueued; }
 };
 
-// One timerqueue: an indexed binary min-heap of timer ids keyed by
-// (expires, seq); timers keep their position for O(log n) removal.
+// One timerqueue: an indexed binary min-heap keyed by (expires, seq);
+// timers keep their position for O(log n) removal. Each place holds a copy
+// of its timer's key and soft expiry, so that ordering the queue and looking
+// at its first timer read the queue alone, not the timers (on every tick,
+// that is a cache line instead of two or three dependent ones). The copy is
+// taken when the timer is queued or re-keyed: a queued timer's expires,
+// softexpires and seq change only through start_range_ns (check() verifies).
+// The keys are unique (seq is), so the order timers leave the queue in does
+// not depend on the heap's layout: removing and re-adding a timer, or
+// re-keying it in place, expire the same timers in the same order.
 class HrtimerQueue {
  public:
+  struct Entry {
+    std::int64_t expires;      // the timer's, when queued or re-keyed
+    std::int64_t softexpires;
+    std::uint64_t seq;
+    HrtimerId id;
+  };
+
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
-  HrtimerId first() const { return heap_.empty() ? kNoHrtimer : heap_[0]; }
-  void add(std::vector<Hrtimer>& pool, HrtimerId t);
-  void del(std::vector<Hrtimer>& pool, HrtimerId t);
+  HrtimerId first() const { return heap_.empty() ? kNoHrtimer : heap_[0].id; }
+  // The first timer's place (the queue must not be empty).
+  const Entry& top() const { return heap_[0]; }
+  std::int64_t first_expires() const { return heap_.empty() ? kHrtimerNever : heap_[0].expires; }
+  [[gnu::always_inline]] void add(std::vector<Hrtimer>& pool, HrtimerId t) {
+    heap_.push_back(entry_of(pool, t));
+    up(pool, static_cast<std::uint32_t>(heap_.size() - 1));
+  }
+  [[gnu::always_inline]] void del(std::vector<Hrtimer>& pool, HrtimerId t);
+  // A queued timer whose key (expires, seq) has just changed moves to its
+  // place: the same queue as del + add, without the two resizes.
+  void rekey(std::vector<Hrtimer>& pool, HrtimerId t) {
+    const std::uint32_t i = pool[t].heap_pos;
+    heap_[i] = entry_of(pool, t);
+    if (i > 0 && less(heap_[i], heap_[(i - 1) / 2])) {
+      up(pool, i);
+    } else {
+      down(pool, i);
+    }
+  }
   // The earliest hard expiry among the queued timers other than `exclude`.
-  std::int64_t first_expires_without(const std::vector<Hrtimer>& pool, HrtimerId exclude) const;
+  std::int64_t first_expires_without(HrtimerId exclude) const;
   std::string check(const std::vector<Hrtimer>& pool) const;
-  const std::vector<HrtimerId>& ids() const { return heap_; }
+  const std::vector<Entry>& entries() const { return heap_; }
 
  private:
-  static bool less(const std::vector<Hrtimer>& pool, HrtimerId a, HrtimerId b) {
-    const Hrtimer& x = pool[a];
-    const Hrtimer& y = pool[b];
+  static Entry entry_of(const std::vector<Hrtimer>& pool, HrtimerId t) {
+    const Hrtimer& h = pool[t];
+    return {h.expires, h.softexpires, h.seq, t};
+  }
+  static bool less(const Entry& x, const Entry& y) {
     return x.expires != y.expires ? x.expires < y.expires : x.seq < y.seq;
   }
-  void up(std::vector<Hrtimer>& pool, std::uint32_t i);
-  void down(std::vector<Hrtimer>& pool, std::uint32_t i);
-  std::vector<HrtimerId> heap_;
+  [[gnu::always_inline]] void up(std::vector<Hrtimer>& pool, std::uint32_t i);
+  [[gnu::always_inline]] void down(std::vector<Hrtimer>& pool, std::uint32_t i);
+  std::vector<Entry> heap_;
 };
+
+// The heap's moves are a few loads and stores on the queues of a handful of
+// timers a CPU has: inline, on every tick's path.
+inline void HrtimerQueue::up(std::vector<Hrtimer>& pool, std::uint32_t i) {
+  const Entry e = heap_[i];
+  while (i > 0) {
+    const std::uint32_t parent = (i - 1) / 2;
+    if (!less(e, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    pool[heap_[i].id].heap_pos = i;
+    i = parent;
+  }
+  heap_[i] = e;
+  pool[e.id].heap_pos = i;
+}
+
+inline void HrtimerQueue::down(std::vector<Hrtimer>& pool, std::uint32_t i) {
+  const Entry e = heap_[i];
+  const auto n = static_cast<std::uint32_t>(heap_.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && less(heap_[c + 1], heap_[c])) ++c;
+    if (!less(heap_[c], e)) break;
+    heap_[i] = heap_[c];
+    pool[heap_[i].id].heap_pos = i;
+    i = c;
+  }
+  heap_[i] = e;
+  pool[e.id].heap_pos = i;
+}
+
+inline void HrtimerQueue::del(std::vector<Hrtimer>& pool, HrtimerId t) {
+  const std::uint32_t i = pool[t].heap_pos;
+  pool[t].heap_pos = Hrtimer::kNotQueued;
+  const Entry last = heap_.back();
+  heap_.pop_back();
+  if (last.id == t) return;
+  heap_[i] = last;
+  pool[last.id].heap_pos = i;
+  if (i > 0 && less(last, heap_[(i - 1) / 2])) {
+    up(pool, i);
+  } else {
+    down(pool, i);
+  }
+}
 
 enum HrtimerBaseType : unsigned { HRTIMER_BASE_MONOTONIC = 0, HRTIMER_BASE_MONOTONIC_SOFT = 1, HRTIMER_MAX_CLOCK_BASES = 2 };
 
@@ -184,9 +265,15 @@ struct HrtimerPolicy {
 };
 
 // The hrtimers of a machine: a pool of timers and one cpu base per CPU.
-class Hrtimers {
+// Host: an HrtimerHost. The engine instantiates it with itself (a final
+// class), so that the calls into the host on every tick's path (the clock,
+// the callback, the tracepoints) are direct and inlined rather than virtual;
+// `Hrtimers` (any HrtimerHost, through its virtual functions) is what the
+// tests drive. The member functions are in src/hrtimer_impl.hpp.
+template <class Host>
+class HrtimersT {
  public:
-  Hrtimers(unsigned nr_cpus, HrtimerPolicy policy, HrtimerHost& host);
+  HrtimersT(unsigned nr_cpus, HrtimerPolicy policy, Host& host);
 
   // hrtimer_setup: a new timer (or reuse of a freed id); soft: HRTIMER_MODE_SOFT.
   HrtimerId setup(std::uint16_t function, bool soft, std::uint32_t owner);
@@ -219,23 +306,27 @@ class Hrtimers {
 
  private:
   HrtimerQueue& queue_of(const Hrtimer& t) { return bases_[static_cast<unsigned>(t.cpu)].clock_base[t.is_soft]; }
-  bool enqueue(HrtimerId t, unsigned cpu);
+  // (Inlined: the tick's restart and the device's reprogram on every tick.)
+  [[gnu::always_inline]] bool enqueue(HrtimerId t, unsigned cpu);
   void remove(HrtimerId t, bool reprogram);
   unsigned switch_hrtimer_base(HrtimerId t, unsigned this_cpu, bool pinned);
   bool check_target(HrtimerId t, unsigned cpu) const;
-  std::int64_t get_next_event(const HrtimerCpuBase& b, unsigned which) const;
-  std::int64_t update_next_event(HrtimerCpuBase& b);
+  [[gnu::always_inline]] std::int64_t get_next_event(const HrtimerCpuBase& b, unsigned which) const;
+  [[gnu::always_inline]] std::int64_t update_next_event(HrtimerCpuBase& b);
   void force_reprogram(unsigned cpu, bool skip_equal);
   void reprogram(HrtimerId t, bool reprogram_device);
-  bool program_device(unsigned cpu, std::int64_t t, bool force);
+  [[gnu::always_inline]] bool program_device(unsigned cpu, std::int64_t t, bool force);
   void run_queue(unsigned cpu, unsigned which, std::int64_t now);
 
   std::vector<Hrtimer> pool_;
   std::vector<HrtimerId> free_;
   std::vector<HrtimerCpuBase> bases_;
   HrtimerPolicy policy_;
-  HrtimerHost& host_;
+  Host& host_;
   std::uint64_t seq_ = 0;
 };
+
+using Hrtimers = HrtimersT<HrtimerHost>;
+extern template class HrtimersT<HrtimerHost>;  // hrtimer.cpp
 
 }  // namespace timerlab
