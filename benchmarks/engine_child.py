@@ -1,6 +1,6 @@
 """One engine benchmark configuration in this process (bench_engine.py runs
-each in a fresh process; also the command to compare two builds with
-farm-bench, since it only uses API that both sides have):
+each in a fresh process; also the command to compare two builds, run in
+turn as whole processes, since it only uses API that both sides have):
 
     python benchmarks/engine_child.py '[CPUS, "pull"|"push", DURATION_NS, PENDING]'
     python benchmarks/engine_child.py '[CPUS, "hrtimers", DURATION_NS, 0]'
