@@ -198,6 +198,9 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   unsigned hrtimer_this_cpu() override { return cur_; }
   std::int64_t hrtimer_now() override { return now_ + hardirq_ns_; }
   unsigned hrtimer_nohz_target() override { return get_nohz_timer_target(cur_); }
+  std::int64_t hrtimer_first_late_ns(unsigned cpu, HrtimerId first) override {
+    return first == cpus_[cpu].tick_timer ? cpus_[cpu].tick_delay_ns : 0;
+  }
   bool hrtimer_tick_running() override { return !cpus_[cur_].tick_stopped || cpus_[cur_].need_resched; }
   HrtimerRestart hrtimer_callback(HrtimerId t, std::int64_t now) override;
   void hrtimer_device_programmed(unsigned cpu, std::int64_t) override {

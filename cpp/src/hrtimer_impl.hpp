@@ -146,7 +146,9 @@ template <class Host>
 bool HrtimersT<Host>::check_target(HrtimerId t, unsigned cpu) const {
   // hrtimer_check_target / hrtimer_suitable_target: a remote CPU's device
   // cannot be reprogrammed from here, so the timer must not be its first.
-  return pool_[t].expires >= bases_[cpu].expires_next;
+  // The device as programmed: a tick that a replay runs late was due on its grid point.
+  const HrtimerCpuBase& b = bases_[cpu];
+  return pool_[t].expires >= b.expires_next - host_.hrtimer_first_late_ns(cpu, b.next_timer);
 }
 
 template <class Host>

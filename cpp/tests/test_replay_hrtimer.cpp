@@ -168,3 +168,23 @@ TEST(ReplayHrtimer, AnIdleLoopExitStaysOutOfIdleAsLongAsTraced) {
   }
   EXPECT_TRUE(idled_again);
 }
+
+TEST(ReplayHrtimer, ALateTickStillCountsAsProgrammedForTheFirstTimerRule) {
+  // Busy CPU 0's ticks run 600 µs late (tick_delay, as traced); its device
+  // was programmed for the grid point, 1052 ms. An hrtimer armed from idle
+  // CPU 1 at 1051.5 ms for 1052.3 ms is then not CPU 0's first timer, and
+  // goes there; with ticks on time, 1052.3 ms is past CPU 0's tick anyway.
+  auto expired_on = [](std::int64_t tick_late_ns, std::int64_t expires) {
+    SimConfig c = hr_config();
+    ScriptItem late = op(1000 * kMs + 500'000, 0, ScriptOp::tick_delay);
+    late.duration_ns = tick_late_ns;
+    c.workload.script.items = {op(1000 * kMs, 0, ScriptOp::busy_start), late,
+                               hr_arm(1051 * kMs + 500'000, 1, 0, expires)};
+    const SimResult r = simulate(c);
+    EXPECT_EQ(r.hrtimers.size(), 1u);
+    return r.hrtimers.empty() ? -1 : r.hrtimers[0].cpu_expired;
+  };
+  EXPECT_EQ(expired_on(600'000, 1052 * kMs + 300'000), 0);
+  EXPECT_EQ(expired_on(0, 1052 * kMs + 300'000), 0);
+  EXPECT_EQ(expired_on(600'000, 1051 * kMs + 900'000), 1);  // before the grid point: CPU 0's first
+}

@@ -254,6 +254,10 @@ class HrtimerHost {
   virtual HrtimerRestart hrtimer_callback(HrtimerId t, std::int64_t now) = 0;
   // The device of `cpu` was programmed for `t` (kHrtimerNever: stopped).
   virtual void hrtimer_device_programmed(unsigned cpu, std::int64_t t) = 0;
+  // How late `cpu`'s device fires for its first timer `first` beyond the
+  // expiry the timer holds: a replay runs the tick as late as traced by
+  // moving its expiry, where the kernel's device was programmed on the grid.
+  virtual std::int64_t hrtimer_first_late_ns(unsigned /*cpu*/, HrtimerId /*first*/) { return 0; }
   // Tracepoints (include/trace/events/timer.h).
   virtual void trace_hrtimer_start(HrtimerId, std::uint8_t /*mode*/, bool /*was_armed*/) {}
   virtual void trace_hrtimer_cancel(HrtimerId) {}
