@@ -413,9 +413,19 @@ inline std::int64_t Engine::clock_at(unsigned cpu) const {
   if (traced_hrtimers_) {
     // A replayed hrtimer the device is programmed for runs as late as
     // traced, idle or not: the platform delivered the kernel's interrupt that late.
-    const HrtimerId next = hr_.base(cpu).next_timer;
+    const HrtimerCpuBase& b = hr_.base(cpu);
+    const HrtimerId next = b.next_timer;
     if (next != kNoHrtimer && hinfo_[next].traced_late_ns >= 0 && hr_[next].expires == programmed) {
       return programmed + std::max<std::int64_t>(0, hinfo_[next].traced_late_ns - exit);
+    }
+    if (next != kNoHrtimer && (!hr_[next].queued() || hr_[next].cpu != static_cast<std::int32_t>(cpu))) {
+      // Still programmed for a first timer another CPU removed (no reprogram
+      // from there): the kernel's spurious interrupt came when the traced
+      // handler of the timer now first ran, if that one was replayed.
+      const HrtimerId first = b.clock_base[HRTIMER_BASE_MONOTONIC].first();
+      if (first != kNoHrtimer && hinfo_[first].traced_late_ns >= 0 && hr_[first].expires >= programmed) {
+        return hr_[first].expires + std::max<std::int64_t>(0, hinfo_[first].traced_late_ns - exit);
+      }
     }
     if (!idle) return programmed;
   }

@@ -196,8 +196,12 @@ void Engine::script_hrtimer_op(unsigned cpu, const ScriptItem& it) {
   // As for a timer: armed or cancelled anew in the trace, its last sleep was over there.
   const std::uint32_t w = cfg_.workload.script.nr_keys + it.key;
   if (!script_waiters_[w].empty()) script_timer_fired(w);
+  // Taken off another CPU's queue, the timer leaves that device as it was;
+  // when that CPU wakes may now follow another replayed timer (clock_at).
+  const std::int32_t was_on = hr_[t].queued() ? hr_[t].cpu : -1;
   if (it.op == ScriptOp::hrtimer_cancel) {
     hr_.cancel(t);
+    if (was_on >= 0 && static_cast<unsigned>(was_on) != cpu) touch(static_cast<unsigned>(was_on));
     return;
   }
   script_fired_[w] = 0;
@@ -218,6 +222,7 @@ void Engine::script_hrtimer_op(unsigned cpu, const ScriptItem& it) {
   }
   hr_.start_range_ns(t, soft, it.duration_ns, mode);
   set_context(cpu);
+  if (was_on >= 0 && was_on != hr_[t].cpu) touch(static_cast<unsigned>(was_on));
 }
 
 void Engine::script_timer_fired(std::uint32_t key) {

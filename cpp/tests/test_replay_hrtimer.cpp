@@ -188,3 +188,21 @@ TEST(ReplayHrtimer, ALateTickStillCountsAsProgrammedForTheFirstTimerRule) {
   EXPECT_EQ(expired_on(0, 1052 * kMs + 300'000), 0);
   EXPECT_EQ(expired_on(600'000, 1051 * kMs + 900'000), 1);  // before the grid point: CPU 0's first
 }
+
+TEST(ReplayHrtimer, AStaleDeviceWakesWhenTheTracedHandlerOfTheNewFirstTimerRan) {
+  // CPU 1 idles with two hrtimers, 1100 ms first. CPU 0 re-arms that one
+  // onto itself at 1050 ms: CPU 1's device stays programmed for 1100 ms
+  // (no reprogram from a remote CPU). The kernel's spurious interrupt came
+  // when the handler of 1150 ms ran, 300 µs late as traced: the replay's
+  // CPU 1 wakes then, not at 1100 ms.
+  SimConfig c = hr_config();
+  c.workload.script.items = {op(1000 * kMs, 0, ScriptOp::busy_start), op(1000 * kMs, 1, ScriptOp::busy_start),
+                             hr_arm(1001 * kMs, 1, 0, 1100 * kMs, 10'000, HRTIMER_MODE_PINNED),
+                             hr_arm(1001 * kMs, 1, 1, 1150 * kMs, 300'000, HRTIMER_MODE_PINNED),
+                             op(1002 * kMs, 1, ScriptOp::idle_start),
+                             hr_arm(1050 * kMs, 0, 0, 1120 * kMs, 10'000, HRTIMER_MODE_PINNED)};
+  const SimResult r = simulate(c);
+  const auto exits = idle_exits(r, 1);
+  EXPECT_EQ(std::count_if(exits.begin(), exits.end(), [](std::int64_t t) { return t > 1090 * kMs && t < 1160 * kMs; }), 1);
+  EXPECT_NE(std::find(exits.begin(), exits.end(), 1150 * kMs + 300'000), exits.end());
+}
