@@ -141,6 +141,11 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
                 if state.get(c) != "idle":
                     rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
                 state[c] = "idle"
+                if c in idle_cpus:
+                    # Woken before its idle entry was logged (or got that far), the CPU runs the next
+                    # task from the interrupt on, as after an idle period.
+                    wake[c] = None
+                    pulled.pop(c, None)
         elif state.get(c) == "idle" and pid[i] not in (None, 0):
             rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
             state[c] = "busy"
@@ -228,19 +233,29 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
     tick runs if the CPU's first tick comes within two tick periods of the
     start (one period, plus the lateness of a tick under a hypervisor) and
     before it enters idle again; a stopped tick would wake it at its next
-    timer instead."""
+    timer instead. A CPU that left the idle period after the first grid
+    point without a tick before had it stopped."""
     out = [0] * nr_cpus
     if not cpus_with_idle:  # no cpu_idle events (and maybe no state column at all)
         return out
     sub = ev[ev["cpu"].isin(cpus_with_idle)]
-    entries = sub[(sub["event"] == "cpu_idle") & (sub["state"] != CPU_IDLE_EXIT)].groupby("cpu")["ts_ns"].min()
+    idle = sub[sub["event"] == "cpu_idle"]
+    entries = idle[idle["state"] != CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
+    exits = idle[idle["state"] == CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
     ticks = tick_events(sub)
     first_tick = ticks.groupby("cpu")[["ts_ns", "now_ns"]].first()
+    grid = (start_mono // tick_ns + 1) * tick_ns  # the first tick due after the start
+    never = np.iinfo(np.int64).max
     for c in cpus_with_idle:
         if initial_busy[c]:
             continue
         runs = (c in first_tick.index and int(first_tick.loc[c, "now_ns"]) < start_mono + 2 * tick_ns
-                and int(first_tick.loc[c, "ts_ns"]) < int(entries.get(c, np.iinfo(np.int64).max)))
+                and int(first_tick.loc[c, "ts_ns"]) < int(entries.get(c, never)))
+        if runs:
+            # Left idle only after a grid point with no tick before: the tick was stopped (its first tick
+            # then comes in the busy period that follows).
+            t, now = int(first_tick.loc[c, "ts_ns"]), int(first_tick.loc[c, "now_ns"])
+            runs = not (int(exits.get(c, never)) < t and int(exits.get(c, never)) - (t - now) > grid)
         out[c] = 1 if runs else 2
     return out
 
