@@ -568,6 +568,11 @@ void Engine::check_invariants() {
   if (!t.empty()) throw std::logic_error("timer migration invariant violated at " + std::to_string(now_) + ": " + t);
   const std::string h = hr_.check_invariants();
   if (!h.empty()) throw std::logic_error("hrtimer invariant violated at " + std::to_string(now_) + ": " + h);
+  for (unsigned c = 0; c < topo_.nr_cpus(); ++c) {
+    if (cpus_[c].device_next != hr_.base(c).device_next) {
+      throw std::logic_error("CPU " + std::to_string(c) + "'s copy of its device's next event is stale");
+    }
+  }
   for (const TimerCpu& tc : cpu_timers_) {
     for (unsigned b = 0; b < NR_BASES; ++b) {
       const std::string w = tc.base(b).check_invariants();

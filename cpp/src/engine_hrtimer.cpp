@@ -87,6 +87,7 @@ void Engine::clock_interrupt(unsigned cpu) {
   const std::int64_t soft_before = cs.softirq_end;
   hardirq_ns_ = cfg_.latency.irq_entry_ns;
   in_clock_irq_ = true;
+  cs.device_next = kHrtimerNever;  // it fired (hrtimer_interrupt's first step; it reprograms through the host)
   const bool soft = hr_.hrtimer_interrupt(cpu);
   // irq_exit: the raised softirqs in vector order, TIMER before HRTIMER.
   if (cs.timer_softirq_raised) {

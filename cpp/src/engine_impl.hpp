@@ -47,7 +47,51 @@ enum WorkKind : std::uint8_t {
 enum class HrtimerKind : std::uint8_t { none, tick, sleeper, fair_server, script };
 
 struct CpuState {
+  // The fields every step reads (next_time, clock_at) and the clock
+  // interrupt reads or writes, together at the front: a CPU's step touches
+  // these lines and few others.
   Activity act = Activity::run;
+  bool tick_stopped = false;
+  bool need_resched = false;   // set by an IPI or a local wakeup while in irq
+  bool preempt_pending = false;  // a higher priority woken in this clock interrupt
+  bool cause_pending = false;
+  bool in_idle_loop = false;
+  bool rcu_pending = false;    // rcu_needs_cpu: a task ran since this CPU's last tick
+  bool timer_softirq_raised = false;     // by the tick's run_local_timers
+  WakeSource wake_src = WakeSource::clock;
+  int state = -1;              // the idle state entered (see below)
+  int running = -1;                      // task
+  // The clock event device's programmed time: hrtimer_cpu_base's
+  // device_next, kept here by hrtimer_device_programmed and the clock
+  // interrupt (check_invariants compares them), so that the dispatch reads
+  // the CPU's state alone.
+  std::int64_t device_next = INT64_MAX;
+  std::int64_t irq_end = INT64_MAX;
+  std::int64_t ipi_at = INT64_MAX;
+  std::int64_t exit_done = INT64_MAX;    // while exiting, when the exit ends
+  std::int64_t since = 0;                // start of the current activity
+  std::priority_queue<WorkItem, std::vector<WorkItem>, std::greater<>> work;
+  std::int64_t softirq_end = 0;  // when its last timer softirq's callbacks are done
+  std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
+  // How late the clock wakeup that ends this idle period arrives
+  // (wake_latency.hpp): drawn at the idle entry, unless a replay traced the
+  // wakeup programmed for traced_late_for.
+  std::int64_t wake_late_ns = 0;
+  std::int64_t traced_late_for = INT64_MIN, traced_late_ns = 0;
+  // The clock interrupt being served, for the latency of what it runs: the
+  // time its device was programmed for, when it reached the CPU (an idle
+  // CPU's wakeup; INT64_MIN: the CPU was awake), the exit latency paid and
+  // the idle state left (-1: none).
+  std::int64_t clock_woke_at = INT64_MIN, clock_woke_exit_ns = 0;
+  std::int64_t irq_programmed = 0, irq_arrival = 0, irq_exit_ns = 0, irq_start = 0;
+  std::int32_t clock_woke_state = -1;
+  std::int32_t irq_state = -1;
+  // The tick is an hrtimer (tick_sched.sched_timer): periodic while it runs,
+  // the stopped tick's programmed wakeup otherwise (not queued: none).
+  HrtimerId tick_timer = kNoHrtimer;
+  // The first hrtimer the interrupt that ended an idle period ran (its
+  // function names the wakeup), kNoHrtimer if none.
+  std::int32_t wake_function = -1;
   bool always_busy = false;
   bool script_busy = false;    // a replayed trace has a task running here
   // A replayed trace's activity on this CPU, one item at a time: the next
@@ -58,9 +102,6 @@ struct CpuState {
   std::int64_t script_due = INT64_MIN;
   std::int64_t script_shift_ns = 0;
   std::uint8_t script_tick = 0;  // a replayed trace's tick decision: 0 governor, 1 keep, 2 stop
-  std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
-  bool need_resched = false;   // set by an IPI or a local wakeup while in irq
-  bool preempt_pending = false;  // a higher priority woken in this clock interrupt
   bool wake_pending = false;  // a task was woken onto this idle CPU and has not run yet
   // A replayed busy_start whose task the CPU pulled itself: until then it
   // is still idle_cpu() to get_nohz_timer_target (replay only).
@@ -70,60 +111,28 @@ struct CpuState {
   bool irq_for_work = false;   // in an interrupt from idle whose work item is not yet served
   bool resched_ipi = false;    // woken by a timer IPI without a task to run
   bool remote_more = false;    // let go of the hierarchy mid-way (remote_yield): back at irq end
-  std::int64_t softirq_end = 0;  // when its last timer softirq's callbacks are done
-  bool in_idle_loop = false;
-  bool rcu_pending = false;    // rcu_needs_cpu: a task ran since this CPU's last tick
   std::uint8_t stalled_jiffies = 0;  // jiffies_duty: own ticks that saw jiffies unchanged
   // Before 5.9: the STD base's next_expiry as the idle path left it (and a
   // remote wakeup lowered it to the requested expiry).
   jiffies_t next_expiry_pre59 = 0;
   jiffies_t last_tick_jiffies = 0;
-  bool tick_stopped = false;
-  // The tick is an hrtimer (tick_sched.sched_timer): periodic while it runs,
-  // the stopped tick's programmed wakeup otherwise (not queued: none).
-  HrtimerId tick_timer = kNoHrtimer;
   HrtimerId fair_server = kNoHrtimer;    // the fair server's dl_task_timer (SimConfig)
-  bool timer_softirq_raised = false;     // by the tick's run_local_timers
-  // The clock interrupt being served, for the latency of what it runs: the
-  // time its device was programmed for, when it reached the CPU (an idle
-  // CPU's wakeup; INT64_MIN: the CPU was awake), the exit latency paid and
-  // the idle state left (-1: none).
-  std::int64_t clock_woke_at = INT64_MIN, clock_woke_exit_ns = 0;
-  std::int32_t clock_woke_state = -1;
-  std::int64_t irq_programmed = 0, irq_arrival = 0, irq_exit_ns = 0, irq_start = 0;
-  std::int32_t irq_state = -1;
-  // The first hrtimer the interrupt that ended an idle period ran (its
-  // function names the wakeup), kNoHrtimer if none.
-  std::int32_t wake_function = -1;
   bool wake_by_tick = false;
-  // How late the clock wakeup that ends this idle period arrives
-  // (wake_latency.hpp): drawn at the idle entry, unless a replay traced the
-  // wakeup programmed for traced_late_for.
-  std::int64_t wake_late_ns = 0;
-  std::int64_t traced_late_for = INT64_MIN, traced_late_ns = 0;
   // A replay's traced stay awake (wake_irq) for the clock wakeup of the
   // tick grid point or stopped-tick time wake_irq_for; -1: none.
   std::int64_t wake_irq_for = INT64_MIN, wake_irq_ns = -1;
   std::int64_t timer_expires = 0;        // tick_nohz_next_event's result
-  std::int64_t irq_end = INT64_MAX;
-  std::int64_t ipi_at = INT64_MAX;
-  std::int64_t since = 0;                // start of the current activity
-  int running = -1;                      // task
   std::vector<int> runq;                 // runnable tasks, FIFO
   // Idle (idle.hpp): the state entered, when, what the governor predicted;
   // while exiting, when the exit ends and what woke the CPU.
   std::unique_ptr<Governor> governor;
-  int state = -1;
-  std::int64_t idle_entry = 0, predicted = 0, exit_done = INT64_MAX;
-  WakeSource wake_src = WakeSource::clock;
+  std::int64_t idle_entry = 0, predicted = 0;
   bool package_ok = false;         // every other CPU of the package was idle at entry
   bool expires_computed = false;   // ts->timer_expires_base is set this pass
   std::int64_t wake_exit_latency = 0;  // of the exit that started the current interrupt work
-  bool cause_pending = false;
   std::uint64_t local_before = 0, remote_before = 0;
   std::int64_t period_row = -1;
   std::size_t idle_log_row = SIZE_MAX;
-  std::priority_queue<WorkItem, std::vector<WorkItem>, std::greater<>> work;
 };
 
 // A measured wakeup on its way to res.latency: the hrtimer's requested (R)
@@ -203,7 +212,8 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   }
   bool hrtimer_tick_running() override { return !cpus_[cur_].tick_stopped || cpus_[cur_].need_resched; }
   HrtimerRestart hrtimer_callback(HrtimerId t, std::int64_t now) override;
-  void hrtimer_device_programmed(unsigned cpu, std::int64_t) override {
+  void hrtimer_device_programmed(unsigned cpu, std::int64_t t) override {
+    cpus_[cpu].device_next = t;
     if (cpu != cur_) touch(cpu);
   }
   // Every (re)start, the tick's every tick among them: the counter here, a
@@ -213,7 +223,9 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
     info.mode = mode;
     const bool row = cfg_.record_hrtimers == RecordHrtimers::all ||
                      (cfg_.record_hrtimers == RecordHrtimers::no_tick && info.kind != HrtimerKind::tick);
-    if (was_armed || row || cfg_.record_events) hrtimer_start_rows(t, mode, was_armed);
+    // (A re-arm without a row to end and nothing to record, the fair
+    // server's at every task start, needs no call.)
+    if ((was_armed && info.row >= 0) || row || cfg_.record_events) hrtimer_start_rows(t, mode, was_armed);
     ++res_.cpus[static_cast<unsigned>(hr_[t].cpu)].hrtimers_armed;
   }
   void trace_hrtimer_cancel(HrtimerId t) override;
@@ -401,9 +413,9 @@ inline std::int64_t Engine::clock_at(unsigned cpu) const {
   // at once: the interrupt is pending when it wakes; so does a polling one,
   // which is not halted). Called twice a step: the common cases (an awake
   // CPU, no replayed hrtimers) touch nothing but the CPU's state.
-  const std::int64_t programmed = hr_.base(cpu).device_next;
-  if (programmed == INT64_MAX) return programmed;
   const CpuState& cs = cpus_[cpu];
+  const std::int64_t programmed = cs.device_next;
+  if (programmed == INT64_MAX) return programmed;
   const bool idle = cs.act == Activity::idle;
   if (!idle && !traced_hrtimers_) return programmed;
   // A traced lateness runs to when the kernel's handler ran, its exit from

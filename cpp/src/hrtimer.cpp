@@ -13,16 +13,26 @@ namespace timerlab {
 // The timerqueue
 
 std::int64_t HrtimerQueue::first_expires_without(HrtimerId exclude) const {
-  if (heap_.empty()) return kHrtimerNever;
+  if (n_ == 0) return kHrtimerNever;
   if (heap_[0].id != exclude) return heap_[0].expires;
   // The next in order is one of the root's children.
   std::int64_t e = kHrtimerNever;
-  for (std::size_t c = 1; c <= 2 && c < heap_.size(); ++c) e = std::min(e, heap_[c].expires);
+  for (std::uint32_t c = 1; c <= 2 && c < n_; ++c) e = std::min(e, heap_[c].expires);
   return e;
 }
 
+void HrtimerQueue::grow() {
+  // Twice the places, the old ones copied (from inline_ the first time).
+  const std::uint32_t cap = cap_ * 2;
+  std::unique_ptr<Entry[]> bigger(new Entry[cap]);
+  std::copy(heap_, heap_ + n_, bigger.get());
+  spill_ = std::move(bigger);
+  heap_ = spill_.get();
+  cap_ = cap;
+}
+
 std::string HrtimerQueue::check(const std::vector<Hrtimer>& pool) const {
-  for (std::size_t i = 0; i < heap_.size(); ++i) {
+  for (std::uint32_t i = 0; i < n_; ++i) {
     const Entry& e = heap_[i];
     if (pool[e.id].heap_pos != i) return "hrtimer " + std::to_string(e.id) + " has a stale queue position";
     const Hrtimer& h = pool[e.id];

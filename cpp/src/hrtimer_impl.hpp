@@ -27,7 +27,7 @@ inline std::int64_t add_safe(std::int64_t a, std::int64_t b) {
 
 template <class Host>
 HrtimersT<Host>::HrtimersT(unsigned nr_cpus, HrtimerPolicy policy, Host& host)
-    : bases_(nr_cpus), policy_(policy), host_(host) {}
+    : bases_(std::make_unique<HrtimerCpuBase[]>(nr_cpus)), nr_cpus_(nr_cpus), policy_(policy), host_(host) {}
 
 template <class Host>
 HrtimerId HrtimersT<Host>::setup(std::uint16_t function, bool soft, std::uint32_t owner) {
@@ -264,7 +264,10 @@ void HrtimersT<Host>::run_queue(unsigned cpu, unsigned which, std::int64_t now) 
     // Restarted by its callback (RESTART): queued again here, as ABS; the
     // interrupt reprograms the device once it is done.
     if (r == HrtimerRestart::restart && !h.queued()) {
-      enqueue(t, cpu);
+      // enqueue() on the queue at hand (the timer ran from it).
+      h.cpu = static_cast<std::int32_t>(cpu);
+      h.seq = ++seq_;
+      q.add(pool_, t);
       host_.trace_hrtimer_start(t, HRTIMER_MODE_ABS | (h.is_soft ? HRTIMER_MODE_SOFT : HRTIMER_MODE_HARD), false);
     }
     h.running = false;
@@ -326,12 +329,12 @@ void HrtimersT<Host>::hrtimer_run_softirq(unsigned cpu) {
 
 template <class Host>
 std::string HrtimersT<Host>::check_invariants() const {
-  for (unsigned c = 0; c < bases_.size(); ++c) {
+  for (unsigned c = 0; c < nr_cpus_; ++c) {
     const HrtimerCpuBase& b = bases_[c];
     for (unsigned w = 0; w < HRTIMER_MAX_CLOCK_BASES; ++w) {
       const std::string e = b.clock_base[w].check(pool_);
       if (!e.empty()) return "CPU " + std::to_string(c) + ": " + e;
-      for (const HrtimerQueue::Entry& e : b.clock_base[w].entries()) {
+      for (const HrtimerQueue::Entry& e : b.clock_base[w]) {
         const HrtimerId t = e.id;
         const Hrtimer& h = pool_[t];
         if (h.cpu != static_cast<std::int32_t>(c) || h.is_soft != (w == HRTIMER_BASE_MONOTONIC_SOFT)) {

@@ -220,7 +220,10 @@ enum class WakeCause : std::uint8_t {
 
 struct CpuCounters {
   std::int64_t busy_ns = 0, idle_ns = 0;
-  std::uint64_t idle_entries = 0, wakeups = 0, tick_stops = 0, ticks = 0, softirqs = 0;
+  std::uint64_t idle_entries = 0, wakeups = 0, tick_stops = 0, ticks = 0;
+  // Beside ticks: the tick's interrupt counts an expiry and a restart each time.
+  std::uint64_t hrtimers_armed = 0, hrtimers_expired = 0;
+  std::uint64_t softirqs = 0;
   std::uint64_t wakeups_by[static_cast<int>(WakeCause::count_)] = {};
   double energy_uj = 0;           // idle states and transitions (busy energy is added at the end)
   double timer_overhead_ns = 0;   // CPU time in timer code (OverheadModel)
@@ -230,7 +233,6 @@ struct CpuCounters {
   std::uint64_t remote_expiries_done = 0;   // timers of other CPUs this CPU expired
   std::uint64_t ipis_sent = 0, ipis_received = 0;
   std::uint64_t tasks_woken = 0;
-  std::uint64_t hrtimers_armed = 0, hrtimers_expired = 0;
   // hrtimer_cpu_base's counters (/proc/timer_list).
   std::uint64_t hrtimer_interrupts = 0, hrtimer_retries = 0, hrtimer_hangs = 0;
   std::int64_t hrtimer_max_hang_ns = 0;

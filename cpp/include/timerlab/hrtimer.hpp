@@ -79,6 +79,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,11 @@ struct Hrtimer {
 // The keys are unique (seq is), so the order timers leave the queue in does
 // not depend on the heap's layout: removing and re-adding a timer, or
 // re-keying it in place, expire the same timers in the same order.
+// The first kInline places live inside the queue itself (so inside its
+// hrtimer_cpu_base, beside the fields the interrupt reads): a CPU's tick and
+// the few timers beside it need no separate allocation and no other cache
+// line; a longer queue moves to the heap. A queue therefore neither copies
+// nor moves (its places may point into itself).
 class HrtimerQueue {
  public:
   struct Entry {
@@ -136,16 +142,22 @@ class HrtimerQueue {
     std::uint64_t seq;
     HrtimerId id;
   };
+  static constexpr std::uint32_t kInline = 2;
 
-  bool empty() const { return heap_.empty(); }
-  std::size_t size() const { return heap_.size(); }
-  HrtimerId first() const { return heap_.empty() ? kNoHrtimer : heap_[0].id; }
+  HrtimerQueue() = default;
+  HrtimerQueue(const HrtimerQueue&) = delete;
+  HrtimerQueue& operator=(const HrtimerQueue&) = delete;
+
+  bool empty() const { return n_ == 0; }
+  std::size_t size() const { return n_; }
+  HrtimerId first() const { return n_ == 0 ? kNoHrtimer : heap_[0].id; }
   // The first timer's place (the queue must not be empty).
   const Entry& top() const { return heap_[0]; }
-  std::int64_t first_expires() const { return heap_.empty() ? kHrtimerNever : heap_[0].expires; }
+  std::int64_t first_expires() const { return n_ == 0 ? kHrtimerNever : heap_[0].expires; }
   [[gnu::always_inline]] void add(std::vector<Hrtimer>& pool, HrtimerId t) {
-    heap_.push_back(entry_of(pool, t));
-    up(pool, static_cast<std::uint32_t>(heap_.size() - 1));
+    if (n_ == cap_) grow();
+    heap_[n_] = entry_of(pool, t);
+    up(pool, n_++);
   }
   [[gnu::always_inline]] void del(std::vector<Hrtimer>& pool, HrtimerId t);
   // A queued timer whose key (expires, seq) has just changed moves to its
@@ -162,7 +174,9 @@ class HrtimerQueue {
   // The earliest hard expiry among the queued timers other than `exclude`.
   std::int64_t first_expires_without(HrtimerId exclude) const;
   std::string check(const std::vector<Hrtimer>& pool) const;
-  const std::vector<Entry>& entries() const { return heap_; }
+  // The places, in heap order.
+  const Entry* begin() const { return heap_; }
+  const Entry* end() const { return heap_ + n_; }
 
  private:
   static Entry entry_of(const std::vector<Hrtimer>& pool, HrtimerId t) {
@@ -172,9 +186,13 @@ class HrtimerQueue {
   static bool less(const Entry& x, const Entry& y) {
     return x.expires != y.expires ? x.expires < y.expires : x.seq < y.seq;
   }
+  void grow();  // hrtimer.cpp
   [[gnu::always_inline]] void up(std::vector<Hrtimer>& pool, std::uint32_t i);
   [[gnu::always_inline]] void down(std::vector<Hrtimer>& pool, std::uint32_t i);
-  std::vector<Entry> heap_;
+  Entry* heap_ = inline_;  // inline_, or spill_ once the queue outgrew it
+  std::uint32_t n_ = 0, cap_ = kInline;
+  Entry inline_[kInline];
+  std::unique_ptr<Entry[]> spill_;
 };
 
 // The heap's moves are a few loads and stores on the queues of a handful of
@@ -194,7 +212,7 @@ inline void HrtimerQueue::up(std::vector<Hrtimer>& pool, std::uint32_t i) {
 
 inline void HrtimerQueue::down(std::vector<Hrtimer>& pool, std::uint32_t i) {
   const Entry e = heap_[i];
-  const auto n = static_cast<std::uint32_t>(heap_.size());
+  const std::uint32_t n = n_;
   for (;;) {
     std::uint32_t c = 2 * i + 1;
     if (c >= n) break;
@@ -211,8 +229,7 @@ inline void HrtimerQueue::down(std::vector<Hrtimer>& pool, std::uint32_t i) {
 inline void HrtimerQueue::del(std::vector<Hrtimer>& pool, HrtimerId t) {
   const std::uint32_t i = pool[t].heap_pos;
   pool[t].heap_pos = Hrtimer::kNotQueued;
-  const Entry last = heap_.back();
-  heap_.pop_back();
+  const Entry last = heap_[--n_];
   if (last.id == t) return;
   heap_[i] = last;
   pool[last.id].heap_pos = i;
@@ -225,16 +242,21 @@ inline void HrtimerQueue::del(std::vector<Hrtimer>& pool, HrtimerId t) {
 
 enum HrtimerBaseType : unsigned { HRTIMER_BASE_MONOTONIC = 0, HRTIMER_BASE_MONOTONIC_SOFT = 1, HRTIMER_MAX_CLOCK_BASES = 2 };
 
-struct HrtimerCpuBase {
-  HrtimerQueue clock_base[HRTIMER_MAX_CLOCK_BASES];
+// One CPU's hrtimer_cpu_base, laid out for its interrupt: the fields every
+// interrupt reads and writes in the first cache line, the hard queue's
+// first places in the next, the soft queue after them, /proc/timer_list's
+// rarer counters last. Aligned to a cache line, so no two CPUs share one.
+struct alignas(64) HrtimerCpuBase {
   std::int64_t expires_next = kHrtimerNever;
-  HrtimerId next_timer = kNoHrtimer;
   std::int64_t softirq_expires_next = kHrtimerNever;
-  HrtimerId softirq_next_timer = kNoHrtimer;
   std::int64_t device_next = kHrtimerNever;  // the clock event device (dev->next_event)
+  HrtimerId next_timer = kNoHrtimer;
+  HrtimerId softirq_next_timer = kNoHrtimer;
   bool in_hrtirq = false, hang_detected = false, softirq_activated = false;
   // /proc/timer_list's counters.
-  std::uint64_t nr_events = 0, nr_retries = 0, nr_hangs = 0;
+  std::uint64_t nr_events = 0;
+  HrtimerQueue clock_base[HRTIMER_MAX_CLOCK_BASES];
+  std::uint64_t nr_retries = 0, nr_hangs = 0;
   std::int64_t max_hang_time_ns = 0;
 };
 
@@ -324,7 +346,8 @@ class HrtimersT {
 
   std::vector<Hrtimer> pool_;
   std::vector<HrtimerId> free_;
-  std::vector<HrtimerCpuBase> bases_;
+  std::unique_ptr<HrtimerCpuBase[]> bases_;  // one per CPU (a base neither copies nor moves)
+  unsigned nr_cpus_;
   HrtimerPolicy policy_;
   Host& host_;
   std::uint64_t seq_ = 0;
