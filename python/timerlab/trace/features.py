@@ -309,7 +309,7 @@ def infer_hz(ev) -> int | None:
         return None
     j = (s["expires_jiffies"].to_numpy(np.uint64) - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
     t = s["ts_ns"].to_numpy(np.int64)
-    dj = float(np.int64(j[-1] - j[0]))
+    dj = float((int(j[-1]) - int(j[0]) + 2**63) % 2**64 - 2**63)  # jiffies wrap: the difference mod 2^64, signed
     if dj < 10 or t[-1] <= t[0]:
         return None
     per_s = dj / ((t[-1] - t[0]) / 1e9)
