@@ -84,6 +84,14 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     unlogged (615 times on the 2-CPU VM's idle trace, 30 on its fsync one;
     read as busy, those CPUs missed every wakeup of the idle period).
 
+    Such a busy period's duration_ns is its runnable delay: how long the
+    CPU, out of idle, stayed idle_cpu() to get_nohz_timer_target — until a
+    task was enqueued on it (a sched_wakeup targeting it, or, with latency
+    flags, need-resched seen: a task it pulled itself in its SCHED softirq),
+    else until the switch; without flags and without a wakeup, none. A
+    switch to the idle task counts as an idle entry for this, the cpu_idle
+    line may never come (woken first).
+
     ``woken_by``: {line of a sched_switch: (flags, key)} (timer_wakeups): a
     busy period that switch starts waits for that timer's expiry (the
     busy_start's flags: 1 a timer key, 2 an hrtimer key)."""
