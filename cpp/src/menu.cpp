@@ -2,6 +2,7 @@
 #include "timerlab/menu.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <climits>
 #include <stdexcept>
 
@@ -48,32 +49,36 @@ std::array<unsigned, menu::INTERVALS> sorted(std::array<unsigned, menu::INTERVAL
 
 }  // namespace
 
-unsigned get_typical_interval(const std::array<unsigned, menu::INTERVALS>& intervals) {
-  // The kernel rescans the ring each round for the samples strictly between
-  // two thresholds; each failed round moves one threshold onto the extreme
-  // sample of the side further from the mean, so the loop runs at most
-  // INTERVALS/4 + 1 rounds. Sorted once, the samples taking part are a run
-  // s[lo, hi) and each round's sums are differences of prefix sums: the same
-  // numbers for a fraction of the work (this runs at every idle entry).
-  const std::array<unsigned, menu::INTERVALS> s = sorted(intervals);
+namespace {
+
+// The detector on the ring sorted ascending, given the wrapped 64-bit sums of
+// all INTERVALS samples and of their squares. The kernel rescans the ring
+// each round for the samples strictly between two thresholds; each failed
+// round moves one threshold onto the extreme sample of the side further from
+// the mean, so the loop runs at most INTERVALS/4 + 1 rounds. Sorted, the
+// samples taking part are a run s[lo, hi), and each round's sums are the
+// sums of the whole ring less the samples left out so far: the same numbers
+// for a fraction of the work (this runs at every idle entry).
+unsigned typical_interval_sorted(const std::array<unsigned, menu::INTERVALS>& s, std::uint64_t sum,
+                                 std::uint64_t sum_sq) {
   // Unsigned on purpose: the kernel sums squares in 64 bits and wraps (it
   // builds with wrapping signed overflow); unsigned keeps the same bits
-  // without undefined behaviour, and a difference of wrapped prefix sums is
-  // the wrapped sum of the run.
-  std::array<std::uint64_t, menu::INTERVALS + 1> sum{}, sum_sq{};
-  for (unsigned i = 0; i < menu::INTERVALS; ++i) {
-    sum[i + 1] = sum[i] + s[i];
-    sum_sq[i + 1] = sum_sq[i] + static_cast<std::uint64_t>(s[i]) * s[i];
-  }
+  // without undefined behaviour, and the wrapped sum of the ring less the
+  // wrapped sum of the samples left out is the wrapped sum of the run.
+  auto leave_out = [&sum, &sum_sq](unsigned v) {
+    sum -= v;
+    sum_sq -= static_cast<std::uint64_t>(v) * v;
+  };
   unsigned lo = 0, hi = menu::INTERVALS;
-  while (hi > 0 && s[hi - 1] == UINT_MAX) --hi;  // the first upper threshold, UINT_MAX, leaves them out
+  // The first upper threshold, UINT_MAX, leaves them out.
+  while (hi > 0 && s[hi - 1] == UINT_MAX) leave_out(s[--hi]);
   for (;;) {
     // Nothing but zeros (or nothing at all): no pattern to speak of.
     if (hi == lo || s[hi - 1] == 0) return menu::NO_INTERVAL;
     const unsigned min = s[lo], max = s[hi - 1];
     const unsigned divisor = hi - lo;
-    const std::uint64_t avg = (sum[hi] - sum[lo]) / divisor;
-    std::uint64_t variance = (sum_sq[hi] - sum_sq[lo]) / divisor;
+    const std::uint64_t avg = sum / divisor;
+    std::uint64_t variance = sum_sq / divisor;
     const std::uint64_t avg_sq = avg * avg;
     variance -= avg_sq;  // mean of squares minus square of mean, never negative in integers
 
@@ -95,11 +100,22 @@ unsigned get_typical_interval(const std::array<unsigned, menu::INTERVALS>& inter
 
     // The new threshold leaves out every sample equal to the extreme.
     if (avg - min > max - avg) {
-      while (lo < hi && s[lo] == min) ++lo;
+      while (lo < hi && s[lo] == min) leave_out(s[lo++]);
     } else {
-      while (hi > lo && s[hi - 1] == max) --hi;
+      while (hi > lo && s[hi - 1] == max) leave_out(s[--hi]);
     }
   }
+}
+
+}  // namespace
+
+unsigned get_typical_interval(const std::array<unsigned, menu::INTERVALS>& intervals) {
+  std::uint64_t sum = 0, sum_sq = 0;
+  for (const unsigned v : intervals) {
+    sum += v;
+    sum_sq += static_cast<std::uint64_t>(v) * v;
+  }
+  return typical_interval_sorted(sorted(intervals), sum, sum_sq);
 }
 
 MenuGovernor::MenuGovernor(const GovernorParams& params)
@@ -109,9 +125,28 @@ MenuGovernor::MenuGovernor(const GovernorParams& params)
   correction_factor_.fill(menu::RESOLUTION * menu::DECAY);
 }
 
+unsigned MenuGovernor::typical_interval_us() const { return typical_interval_sorted(sorted_, sum_, sum_sq_); }
+
 void MenuGovernor::menu_update_intervals(unsigned interval_us) {
+  const unsigned old = intervals_[interval_ptr_];
   intervals_[interval_ptr_] = interval_us;
   interval_ptr_ = (interval_ptr_ + 1) % menu::INTERVALS;
+
+  // Keep the detector's view of the ring up to date: the sums (wrapping, as
+  // the detector's own) and the samples in ascending order, where the new
+  // sample takes the place of the one it overwrote and moves to its rank.
+  sum_ += interval_us;
+  sum_ -= old;
+  sum_sq_ += static_cast<std::uint64_t>(interval_us) * interval_us;
+  sum_sq_ -= static_cast<std::uint64_t>(old) * old;
+  unsigned p = 0;
+  while (sorted_[p] != old) ++p;  // the old sample is in the ring
+  if (interval_us > old) {
+    for (; p + 1 < menu::INTERVALS && sorted_[p + 1] < interval_us; ++p) sorted_[p] = sorted_[p + 1];
+  } else {
+    for (; p > 0 && sorted_[p - 1] > interval_us; --p) sorted_[p] = sorted_[p - 1];
+  }
+  sorted_[p] = interval_us;
 }
 
 int MenuGovernor::select(IdleContext& ctx, bool* stop_tick) {
@@ -134,7 +169,9 @@ int MenuGovernor::select(IdleContext& ctx, bool* stop_tick) {
   }
 
   // u64 in the kernel; UINT_MAX µs in ns still fits an int64 comfortably.
-  std::uint64_t predicted_ns = static_cast<std::uint64_t>(get_typical_interval(intervals_)) * kNsecPerUsec;
+  const unsigned typical_us = typical_interval_sorted(sorted_, sum_, sum_sq_);
+  assert(typical_us == get_typical_interval(intervals_));  // the kept view is the ring's
+  std::uint64_t predicted_ns = static_cast<std::uint64_t>(typical_us) * kNsecPerUsec;
   std::int64_t delta_tick = 0;
   if (predicted_ns > static_cast<std::uint64_t>(RESIDENCY_THRESHOLD_NS)) {
     std::int64_t delta = ctx.get_sleep_length(&delta_tick);

@@ -164,6 +164,34 @@ TEST(MenuTypicalInterval, SixfoldRuleNeedsSixSamples) {
   EXPECT_EQ(get_typical_interval(Ring{kNone, 10000, 10500, kNone, 9500, 11000, 10000, 9000}), 10000u);
 }
 
+TEST(MenuTypicalInterval, KeptRingViewMatchesTheRing) {
+  // select keeps the ring sorted and its sums running as samples replace one
+  // another; the detector over that view must be the detector over the ring,
+  // through duplicates, zeros, rejected entries (UINT_MAX), samples clamped
+  // to UINT_MAX - 1 (whose squares wrap the 64-bit sums) and selects with no
+  // reflect in between.
+  const IdleTable t = skx();
+  MenuGovernor g(params(t));
+  FakeCtx ctx;
+  std::mt19937_64 rng(15);
+  const std::int64_t kinds[] = {0, 5 * kUs, 300 * kUs, 1200 * kUs, 40 * kMs, INT64_MAX / 2};
+  for (int k = 0; k < 20000; ++k) {
+    // Now and then no timer for ages: the measured period is not clamped.
+    ctx.sleep_ns = rng() % 8 == 0 ? INT64_MAX / 4 : static_cast<std::int64_t>(rng() % (200 * kMs));
+    const Pick p = sel(g, ctx);
+    ASSERT_EQ(g.typical_interval_us(), get_typical_interval(g.intervals())) << "after select " << k;
+    const unsigned r = static_cast<unsigned>(rng() % 16);
+    if (r == 0) continue;                               // no reflect: a rejected entry at the next select
+    if (r == 1) {
+      g.reflect(-1, 0, false);                          // rejected by the driver
+    } else if (r < 8) {
+      g.reflect(p.idx, kinds[r % 6], r == 3);           // repeated values
+    } else {
+      g.reflect(p.idx, static_cast<std::int64_t>(rng() % (60 * kMs)), false);
+    }
+  }
+}
+
 TEST(MenuWhichBucket, Decades) {
   EXPECT_EQ(which_bucket(0), 0);
   EXPECT_EQ(which_bucket(9'999), 0);

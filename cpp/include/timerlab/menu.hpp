@@ -119,6 +119,9 @@ class MenuGovernor final : public Governor {
   const std::array<unsigned, menu::INTERVALS>& intervals() const { return intervals_; }
   int bucket() const { return bucket_; }
   std::int64_t next_timer_ns() const { return next_timer_ns_; }
+  // The detector over the ring as select keeps it (sorted, with running
+  // sums): always get_typical_interval(intervals()).
+  unsigned typical_interval_us() const;
 
  private:
   void menu_update();
@@ -136,6 +139,12 @@ class MenuGovernor final : public Governor {
   std::array<unsigned, menu::BUCKETS> correction_factor_{};
   std::array<unsigned, menu::INTERVALS> intervals_{};
   unsigned interval_ptr_ = 0;
+  // The ring as the detector reads it, kept by menu_update_intervals: the
+  // samples in ascending order and the wrapped sums of them and of their
+  // squares (the same numbers get_typical_interval computes afresh).
+  std::array<unsigned, menu::INTERVALS> sorted_{};
+  std::uint64_t sum_ = 0;
+  std::uint64_t sum_sq_ = 0;
 
   // The parts of struct cpuidle_device menu reads.
   int last_state_idx_ = 0;
