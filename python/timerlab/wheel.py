@@ -255,35 +255,31 @@ class TimerWheel:
         j = self.jiffies if jiffies is None else check_int("jiffies", jiffies, minimum=0, maximum=U64_MAX)
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, got {callback!r}")
+        d = self._expiries(j, one_collection, callback)
+        return pd.DataFrame({
+            "timer": d["timer"], "expires_jiffies": d["expires"], "baseclk_jiffies": d["bucket_expiry"],
+            "idx": d["idx"], "now_jiffies": d["jiffies"],
+        })
+
+    def _expiries(self, jiffies, one_collection, callback) -> dict:
+        """Run the wheel to ``jiffies``; the event columns of the expiries it
+        logged (the rest of the log kept only with log=True)."""
         if not self._log:
             self._w.clear_events()
         start = len(self._w.events()["kind"]) if self._log else 0
-        self._w.run(j, one_collection, callback)
+        self._w.run(jiffies, one_collection, callback)
         d = self._w.events()
         if not self._log:
             self._w.clear_events()
         expired = d["kind"][start:] == _EVENT_NAMES.index("timer_expire_entry")
-        return pd.DataFrame({
-            "timer": d["timer"][start:][expired],
-            "expires_jiffies": d["expires"][start:][expired],
-            "baseclk_jiffies": d["bucket_expiry"][start:][expired],
-            "idx": d["idx"][start:][expired],
-            "now_jiffies": d["jiffies"][start:][expired],
-        })
+        return {k: d[k][start:][expired] for k in ("timer", "expires", "bucket_expiry", "idx", "jiffies")}
 
     def _collect_ids(self, jiffies: int) -> tuple:
         """collect_next(jiffies) as (timer ids, idx) arrays, without building a
         DataFrame: the trace's wheel replay (fidelity/wheel.py) collects once
         per traced expiry, and a frame each time cost more than the wheel."""
-        if not self._log:
-            self._w.clear_events()
-        start = len(self._w.events()["kind"]) if self._log else 0
-        self._w.run(jiffies, True, None)
-        d = self._w.events()
-        if not self._log:
-            self._w.clear_events()
-        expired = d["kind"][start:] == _EVENT_NAMES.index("timer_expire_entry")
-        return d["timer"][start:][expired], d["idx"][start:][expired]
+        d = self._expiries(jiffies, True, None)
+        return d["timer"], d["idx"]
 
     def _timer(self, timer) -> int:
         t = check_int("timer", timer, minimum=0)

@@ -282,8 +282,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # A remote wakeup through the target's wake list marks it ttwu_pending when the waker queues the
     # task and sends its IPI; the sched_wakeup line comes later, from the target's IPI handler.
     if "callsite" in run:
-        ipi = run[(run["event"] == "ipi_send_cpu")
-                  & run["callsite"].astype(str).str.startswith("ttwu_queue_wakelist").fillna(False)]
+        ipi = run[run["event"] == "ipi_send_cpu"]
+        ipi = ipi[ipi["callsite"].astype(str).str.startswith("ttwu_queue_wakelist")]
         for ts, line, target in zip(ipi["ts_ns"].tolist(), ipi["line"].tolist(),
                                     ipi["target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
             if 0 <= target < nr_cpus:

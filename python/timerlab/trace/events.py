@@ -43,8 +43,8 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
         out = np.asarray(a.categories, dtype=object).take(a.codes)
         missing = a.codes < 0
     elif isinstance(a, pd.arrays.IntegerArray):
-        out = a._data.astype(object)
-        missing = a._mask
+        missing = np.asarray(a.isna())
+        out = a.to_numpy(dtype=a.dtype.numpy_dtype, na_value=0).astype(object)
     elif isinstance(a, pd.arrays.NumpyExtensionArray) and a.dtype.kind in "iub":
         return a.to_numpy().tolist()
     else:
