@@ -103,6 +103,49 @@ std::int64_t Engine::next_tick_after(std::int64_t ns) const {
   return static_cast<std::int64_t>((t / tick_nsec_ + 1) * tick_nsec_);
 }
 
+void Engine::step(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  set_context(cpu);
+  if (cs.act == Activity::exiting) {
+    finish_exit(cpu);
+    return;
+  }
+  const std::int64_t clock = clock_at(cpu);
+  const WakeSource src = cs.ipi_at <= now_ ? WakeSource::ipi : clock <= now_ ? WakeSource::clock : WakeSource::device;
+  if (cs.act == Activity::idle && src == WakeSource::device && script_runs_in_idle(cpu)) return;
+  if (cs.act == Activity::idle) {
+    // The interrupt wakes the CPU; it is served once the state's exit
+    // latency has passed.
+    begin_exit(cpu, src);
+    return;
+  }
+  if (src == WakeSource::ipi) {
+    cs.ipi_at = INT64_MAX;
+    ++res_.cpus[cpu].ipis_received;
+    // A reschedule IPI: a CPU in its idle loop leaves it (and re-enters it if
+    // no task is waiting); a running CPU has nothing to do.
+    if (cs.act == Activity::irq) cs.need_resched = true;
+  } else if (src == WakeSource::clock) {
+    clock_interrupt(cpu);
+  } else if (cs.irq_end <= now_ && !(cs.irq_for_work && !cs.work.empty() && cs.work.top().t <= now_)) {
+    // (An interrupt from idle ends only after the work item that woke the
+    // CPU: finish_exit.)
+    cs.irq_end = INT64_MAX;
+    cs.irq_for_work = false;
+    irq_done(cpu);
+  } else {
+    next_work(cpu);
+  }
+}
+
+void Engine::next_work(unsigned cpu) {
+  CpuState& cs = cpus_[cpu];
+  const WorkItem item = cs.work.top();
+  cs.work.pop();
+  cs.irq_for_work = false;
+  work(cpu, item);
+}
+
 SimResult Engine::run() {
   const unsigned n = topo_.nr_cpus();
   // Every CPU has just booted and runs; its periodic tick is on the grid.
@@ -121,9 +164,11 @@ SimResult Engine::run() {
   for (unsigned c = 0; c < n; ++c) touch(c);
 
   guard_steps_limit_ = cfg_.guard.steps_per_instant(n);
+  const bool check = cfg_.check_invariants;  // read once: the compiler cannot hoist it past step()
   while (queue_.top_time() <= end_ns_) {
     const unsigned c = queue_.top();
     now_ = queue_.top_time();
+    guard_instant();
     // Everything this CPU has due now, before the queue is re-keyed.
     std::int64_t next;
     const std::uint64_t walks = tmigr_->walk_steps();
@@ -131,10 +176,13 @@ SimResult Engine::run() {
       guard_step(c);  // a model must make progress (guard.hpp)
       step(c);
       ++res_.steps;
-      if (cfg_.check_invariants) check_invariants();
+      if (check) check_invariants();
       next = next_time(c);
     } while (next <= now_);
-    res_.cpus[c].timer_overhead_ns += cfg_.overhead.tmigr_level_ns * static_cast<double>(tmigr_->walk_steps() - walks);
+    // Most batches walk no hierarchy: skip the floating-point add then.
+    if (const std::uint64_t w = tmigr_->walk_steps() - walks; w != 0) {
+      res_.cpus[c].timer_overhead_ns += cfg_.overhead.tmigr_level_ns * static_cast<double>(w);
+    }
     queue_.update(c, next);
   }
   now_ = end_ns_;
@@ -170,43 +218,6 @@ SimResult Engine::run() {
   return std::move(res_);
 }
 
-void Engine::step(unsigned cpu) {
-  CpuState& cs = cpus_[cpu];
-  set_context(cpu);
-  if (cs.act == Activity::exiting) {
-    finish_exit(cpu);
-    return;
-  }
-  const std::int64_t clock = clock_at(cpu);
-  const WakeSource src = cs.ipi_at <= now_ ? WakeSource::ipi : clock <= now_ ? WakeSource::clock : WakeSource::device;
-  if (cs.act == Activity::idle && src == WakeSource::device && script_runs_in_idle(cpu)) return;
-  if (cs.act == Activity::idle) {
-    // The interrupt wakes the CPU; it is served once the state's exit
-    // latency has passed.
-    begin_exit(cpu, src);
-    return;
-  }
-  if (src == WakeSource::ipi) {
-    cs.ipi_at = INT64_MAX;
-    ++res_.cpus[cpu].ipis_received;
-    // A reschedule IPI: a CPU in its idle loop leaves it (and re-enters it if
-    // no task is waiting); a running CPU has nothing to do.
-    if (cs.act == Activity::irq) cs.need_resched = true;
-  } else if (src == WakeSource::clock) {
-    clock_interrupt(cpu);
-  } else if (cs.irq_end <= now_ && !(cs.irq_for_work && !cs.work.empty() && cs.work.top().t <= now_)) {
-    // (An interrupt from idle ends only after the work item that woke the
-    // CPU: finish_exit.)
-    cs.irq_end = INT64_MAX;
-    cs.irq_for_work = false;
-    irq_done(cpu);
-  } else {
-    const WorkItem item = cs.work.top();
-    cs.work.pop();
-    cs.irq_for_work = false;
-    work(cpu, item);
-  }
-}
 
 void Engine::account(unsigned cpu) {
   CpuState& cs = cpus_[cpu];

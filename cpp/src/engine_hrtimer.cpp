@@ -59,6 +59,38 @@ void Engine::hrtimer_row_close(HrtimerId t, TimerOutcome outcome, std::int64_t a
   info.row = -1;
 }
 
+// clock_at for an idle CPU, or with replayed hrtimers (engine_impl.hpp).
+std::int64_t Engine::clock_at_late(unsigned cpu, std::int64_t programmed) const {
+  const CpuState& cs = cpus_[cpu];
+  const bool idle = cs.act == Activity::idle;
+  // A traced lateness runs to when the kernel's handler ran, its exit from
+  // idle included: the simulated CPU pays its state's exit latency after it.
+  const IdleState* st = idle ? &cfg_.idle.states[static_cast<std::size_t>(cs.state)] : nullptr;
+  const std::int64_t exit = idle ? st->exit_latency_ns : 0;
+  if (traced_hrtimers_) {
+    // A replayed hrtimer the device is programmed for runs as late as
+    // traced, idle or not: the platform delivered the kernel's interrupt that late.
+    const HrtimerCpuBase& b = hr_.base(cpu);
+    const HrtimerId next = b.next_timer;
+    if (next != kNoHrtimer && hinfo_[next].traced_late_ns >= 0 && hr_[next].expires == programmed) {
+      return programmed + std::max<std::int64_t>(0, hinfo_[next].traced_late_ns - exit);
+    }
+    if (next != kNoHrtimer && (!hr_[next].queued() || hr_[next].cpu != static_cast<std::int32_t>(cpu))) {
+      // Still programmed for a first timer another CPU removed (no reprogram
+      // from there): the kernel's spurious interrupt came when the traced
+      // handler of the timer now first ran, if that one was replayed.
+      const HrtimerId first = b.clock_base[HRTIMER_BASE_MONOTONIC].first();
+      if (first != kNoHrtimer && hinfo_[first].traced_late_ns >= 0 && hr_[first].expires >= programmed) {
+        return hr_[first].expires + std::max<std::int64_t>(0, hinfo_[first].traced_late_ns - exit);
+      }
+    }
+    if (!idle) return programmed;
+  }
+  if (st->polling) return programmed;
+  if (programmed == cs.traced_late_for) return programmed + std::max<std::int64_t>(0, cs.traced_late_ns - exit);
+  return programmed + cs.wake_late_ns;
+}
+
 void Engine::clock_interrupt(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
   // What the interrupt is, for the latency of what it runs: the time its

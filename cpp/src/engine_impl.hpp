@@ -235,9 +235,14 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   jiffies_t jiffies_at(std::int64_t ns) const;
   std::uint64_t basem_of(jiffies_t j) const;
   std::int64_t next_tick_after(std::int64_t ns) const;
-  void step(unsigned cpu);
+  // One source of one CPU, inlined into the run loop (its only caller): the
+  // call's register saves were a sizeable share of a step. A work item,
+  // the one path with a heap pop, stays out of line (next_work).
+  [[gnu::always_inline]] void step(unsigned cpu);
+  [[gnu::noinline]] void next_work(unsigned cpu);
   std::int64_t next_time(unsigned cpu) const;
   std::int64_t clock_at(unsigned cpu) const;
+  std::int64_t clock_at_late(unsigned cpu, std::int64_t programmed) const;
   void set_context(unsigned cpu) {
     cur_ = cpu;
     log_.set_context(now_, cpu);
@@ -269,14 +274,18 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   void account(unsigned cpu);
   void check_invariants();
 
-  // engine_guard.cpp (guard.hpp): before every step.
-  void guard_step(unsigned cpu) {
+  // engine_guard.cpp (guard.hpp): guard_instant when the run loop takes a
+  // CPU's due time (the only place now_ moves), guard_step before every
+  // step. A new instant starts the count at "minus one" so that its first
+  // step counts 0, as the steps before it at the same instant did.
+  void guard_instant() {
     if (now_ != guard_t_) {
       guard_t_ = now_;
-      guard_steps_ = 0;
-    } else if (++guard_steps_ > guard_steps_limit_) {
-      runaway_no_progress(cpu);
+      guard_steps_ = UINT64_MAX;
     }
+  }
+  void guard_step(unsigned cpu) {
+    if (++guard_steps_ > guard_steps_limit_) runaway_no_progress(cpu);
     // One test a step: the guard's period is a multiple of the poll's.
     if ((res_.steps & (InterruptPoll::kPollSteps - 1)) == 0) {
       if ((res_.steps & (kGuardCheckSteps - 1)) == 0) guard_check(cpu);
@@ -412,38 +421,13 @@ inline std::int64_t Engine::clock_at(unsigned cpu) const {
   // The clock event as programmed; an idle CPU takes it late (an awake one
   // at once: the interrupt is pending when it wakes; so does a polling one,
   // which is not halted). Called twice a step: the common cases (an awake
-  // CPU, no replayed hrtimers) touch nothing but the CPU's state.
+  // CPU, no replayed hrtimers) touch nothing but the CPU's state and stay
+  // inline; the rest is clock_at_late (engine_hrtimer.cpp).
   const CpuState& cs = cpus_[cpu];
   const std::int64_t programmed = cs.device_next;
   if (programmed == INT64_MAX) return programmed;
-  const bool idle = cs.act == Activity::idle;
-  if (!idle && !traced_hrtimers_) return programmed;
-  // A traced lateness runs to when the kernel's handler ran, its exit from
-  // idle included: the simulated CPU pays its state's exit latency after it.
-  const IdleState* st = idle ? &cfg_.idle.states[static_cast<std::size_t>(cs.state)] : nullptr;
-  const std::int64_t exit = idle ? st->exit_latency_ns : 0;
-  if (traced_hrtimers_) {
-    // A replayed hrtimer the device is programmed for runs as late as
-    // traced, idle or not: the platform delivered the kernel's interrupt that late.
-    const HrtimerCpuBase& b = hr_.base(cpu);
-    const HrtimerId next = b.next_timer;
-    if (next != kNoHrtimer && hinfo_[next].traced_late_ns >= 0 && hr_[next].expires == programmed) {
-      return programmed + std::max<std::int64_t>(0, hinfo_[next].traced_late_ns - exit);
-    }
-    if (next != kNoHrtimer && (!hr_[next].queued() || hr_[next].cpu != static_cast<std::int32_t>(cpu))) {
-      // Still programmed for a first timer another CPU removed (no reprogram
-      // from there): the kernel's spurious interrupt came when the traced
-      // handler of the timer now first ran, if that one was replayed.
-      const HrtimerId first = b.clock_base[HRTIMER_BASE_MONOTONIC].first();
-      if (first != kNoHrtimer && hinfo_[first].traced_late_ns >= 0 && hr_[first].expires >= programmed) {
-        return hr_[first].expires + std::max<std::int64_t>(0, hinfo_[first].traced_late_ns - exit);
-      }
-    }
-    if (!idle) return programmed;
-  }
-  if (st->polling) return programmed;
-  if (programmed == cs.traced_late_for) return programmed + std::max<std::int64_t>(0, cs.traced_late_ns - exit);
-  return programmed + cs.wake_late_ns;
+  if (cs.act != Activity::idle && !traced_hrtimers_) return programmed;
+  return clock_at_late(cpu, programmed);
 }
 
 inline std::int64_t Engine::next_time(unsigned cpu) const {

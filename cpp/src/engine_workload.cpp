@@ -385,9 +385,10 @@ void Engine::hrtimer_sleep(unsigned cpu, int task) {
 }
 
 void Engine::arm_timeouts(unsigned cpu, const TimeoutSpec& spec, Rng& rng) {
+  const jiffies_t now_j = jiffies();  // arming moves neither the clock nor jiffies
   for (unsigned k = 0; k < spec.count; ++k) {
     const TimerId t = new_timer(TimerKind::timeout, spec.function, spec.flags, 0, cpu);
-    const jiffies_t expires = jiffies() + timeout_jiffies(spec.timeout_ns.sample_ns(rng));
+    const jiffies_t expires = now_j + timeout_jiffies(spec.timeout_ns.sample_ns(rng));
     const bool cancel = rng.bernoulli(spec.cancel_p);
     const std::int64_t cancel_at = now_ + spec.cancel_after_ns.sample_ns(rng);
     arm(cpu, t, expires, MOD_TIMER_NOTPENDING);

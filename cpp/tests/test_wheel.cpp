@@ -72,6 +72,22 @@ TEST(CalcWheelIndex, Depth8LastLevelTakesEverythingAboveLevel6) {
   EXPECT_EQ(wi.idx / LVL_SIZE, 7u);
 }
 
+TEST(CalcWheelIndex, LevelAtEveryBoundaryAsTheKernelTestsThem) {
+  // The kernel's calc_wheel_index compares delta with each LVL_START in turn;
+  // the branch-free count must give the same level on both sides of every
+  // boundary, at both depths.
+  for (const unsigned depth : {8u, 9u}) {
+    for (unsigned n = 1; n < depth - 1; ++n) {
+      for (const jiffies_t delta : {LVL_START(n) - 1, LVL_START(n), LVL_START(n) + 1}) {
+        unsigned lvl = 0;
+        while (lvl + 1 < depth - 1 && delta >= LVL_START(lvl + 1)) ++lvl;
+        const WheelIndex wi = calc_wheel_index(kJ + delta, kJ, depth);
+        EXPECT_EQ(wi.idx / LVL_SIZE, lvl) << "depth " << depth << " delta " << delta;
+      }
+    }
+  }
+}
+
 TEST(CalcWheelIndex, ExpiredTimerGoesToCurrentSlot) {
   const jiffies_t clk = 4294938600ull;
   EXPECT_EQ(calc_wheel_index(clk - 5, clk, 9), (WheelIndex{static_cast<unsigned>(clk & 63), clk}));

@@ -48,6 +48,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <string>
 
@@ -101,13 +102,15 @@ constexpr WheelIndex calc_index(jiffies_t expires, unsigned lvl) {
 constexpr WheelIndex calc_wheel_index(jiffies_t expires, jiffies_t clk, unsigned depth) {
   const jiffies_t delta = expires - clk;
   if (delta < LVL_START(depth - 1)) {
-    // The kernel tests the level boundaries one by one; counting the
-    // boundaries below delta gives the same level without a branch per
-    // level, which matters because timeouts of mixed sizes make those
-    // branches unpredictable. A fixed count of boundaries is safe for both
-    // depths: boundaries at or above LVL_START(depth - 1) never count here.
-    unsigned lvl = 0;
-    for (unsigned n = 1; n + 2 <= LVL_DEPTH_MAX; ++n) lvl += delta >= LVL_START(n) ? 1u : 0u;
+    // The kernel tests the level boundaries one by one; the level is the
+    // number of boundaries at or below delta, computed here without a branch
+    // per level (timeouts of mixed sizes make those branches unpredictable).
+    // Boundary n is (LVL_SIZE - 1) * LVL_CLK_DIV^(n - 1), so delta reaches it
+    // exactly when delta / (LVL_SIZE - 1) has more than LVL_CLK_SHIFT * (n - 1)
+    // bits: the count is that bit width rounded up to whole LVL_CLK_SHIFTs.
+    // No cap needed: delta < LVL_START(depth - 1) keeps it below depth - 1.
+    const unsigned bits = static_cast<unsigned>(std::bit_width(delta / (LVL_SIZE - 1)));
+    const unsigned lvl = (bits + LVL_CLK_SHIFT - 1) / LVL_CLK_SHIFT;
     return calc_index(expires, lvl);
   }
   if (static_cast<std::int64_t>(delta) < 0) return {static_cast<unsigned>(clk & LVL_MASK), clk};
