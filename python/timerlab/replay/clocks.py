@@ -238,42 +238,50 @@ def tick_wakeups(ev, tick_ns, offset=None):
     tick's work — its timer softirq takes the duty's event, and the
     jiffies-update duty's holder advances jiffies there, which other CPUs'
     tick decisions read (tick_nohz_next_event's basej)."""
-    sel = ev[(ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
-              & is_tick_function(ev["function"]))
-             | ev["event"].isin(("tick_stop", "cpu_idle", "sched_switch", "timer_base_idle"))]
-    event, cpu, line = column(sel, "event"), column(sel, "cpu"), column(sel, "line")
-    hrtimer, expires, now = column(sel, "hrtimer"), column(sel, "expires_ns"), column(sel, "now_ns")
-    ts = column(sel, "ts_ns")
-    success, state, prev_pid, is_idle = column(sel, "success"), column(sel, "state"), column(sel, "prev_pid"), \
-        column(sel, "is_idle")
-    programmed, out = {}, []
-    stopped, idle = set(), set()  # CPUs whose tick is stopped; CPUs in an idle state, nothing seen since
-    for i, e in enumerate(event):
-        c = cpu[i]
-        if e == "tick_stop":
-            if success[i] != 0:
-                stopped.add(c)
-            continue
-        if e == "cpu_idle":
-            if state[i] == CPU_IDLE_EXIT:
-                idle.discard(c)
-            else:
-                idle.add(c)
-            continue
-        if e == "sched_switch" or e == "timer_base_idle":
-            # The idle loop is left: to a task, or (6.8+) without one (timer_clear_idle's is_idle=0).
-            if prev_pid[i] == 0 or is_idle[i] == 0:
-                stopped.discard(c)
-            continue
-        from_idle = c in idle
-        idle.discard(c)
-        if e == "hrtimer_start":
-            programmed[(c, hrtimer[i])] = (expires[i], c in stopped)
-        elif now[i] is not None:
-            g, was_stopped = programmed.pop((c, hrtimer[i]), (None, False))
-            if g is None or g > now[i] or (not was_stopped and g % tick_ns):
-                g, was_stopped = now[i] // tick_ns * tick_ns, False
-            ran = max(now[i], ts[i] - offset) if offset is not None else now[i]
-            out.append((g, ran - g, c, line[i], was_stopped, from_idle))
+    tick = event_in(ev, ("hrtimer_start", "hrtimer_expire_entry")) & function_in(ev, TICK_FUNCTIONS)
+    stop = event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)  # a failed stop keeps the tick
+    # The idle loop is left: to a task, or (6.8+) without one (timer_clear_idle's is_idle=0).
+    left = event_in(ev, ("sched_switch", "timer_base_idle")) & (
+        (values(ev, "prev_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
+    idle = event_in(ev, ("cpu_idle",))
+    entry = idle & (values(ev, "state", -1) != CPU_IDLE_EXIT)
+    on = np.flatnonzero(tick | stop | left | idle)
+    cpu = ev["cpu"].to_numpy()[on]
+    stopped = latest_on_cpu(cpu, np.where(stop, 1, np.where(left, 0, -1))[on]) == 1
+    # In an idle state, nothing seen since: a tick's event is what ended it.
+    since = latest_on_cpu(cpu, np.where(entry, 1, np.where(idle | tick, 0, -1))[on])
+    prev = previous_row_on_cpu(cpu)
+    from_idle = (prev >= 0) & (since[prev] == 1)
+    at = tick[on]
+    on, cpu, stopped, from_idle = on[at], cpu[at], stopped[at], from_idle[at]
+    sel = rows(ev, on, ("event", "hrtimer", "expires_ns", "now_ns", "ts_ns", "line"))
+    arm = event_in(sel, ("hrtimer_start",))
+    expiry = ~arm & (sel["now_ns"].notna().to_numpy() if "now_ns" in sel else False)  # one without now= is none
+    start = programmed_by(cpu, sel["hrtimer"] if "hrtimer" in sel else pd.Series(np.nan, index=sel.index),
+                          arm, expiry)
+    expiry = np.flatnonzero(expiry)
+    expires, now, ts, line = column(sel, "expires_ns"), column(sel, "now_ns"), column(sel, "ts_ns"), column(sel, "line")
+    cpu, stopped, from_idle = cpu.tolist(), stopped.tolist(), from_idle.tolist()
+    out = []
+    for i, s in zip(expiry.tolist(), start[expiry].tolist()):
+        g, was_stopped = (expires[s], stopped[s]) if s >= 0 else (None, False)
+        if g is None or g > now[i] or (not was_stopped and g % tick_ns):
+            g, was_stopped = now[i] // tick_ns * tick_ns, False
+        ran = max(now[i], ts[i] - offset) if offset is not None else now[i]
+        out.append((g, ran - g, cpu[i], line[i], was_stopped, from_idle[i]))
+    return out
+
+
+def programmed_by(cpu: np.ndarray, timer: pd.Series, arm: np.ndarray, expiry: np.ndarray) -> np.ndarray:
+    """Per row, the position of the ``arm`` an ``expiry`` consumes: the
+    latest earlier arm or expiry of the same timer on the same CPU, if an
+    arm (-1 where none)."""
+    use = np.flatnonzero(arm | expiry)
+    codes = pd.factorize(timer.iloc[use])[0]  # missing: -1, a key of its own
+    c = cpu[use]
+    order = np.lexsort((codes, c))  # stable: time order within each (CPU, timer)
+    same = (c[order][1:] == c[order][:-1]) & (codes[order][1:] == codes[order][:-1])
+    out = np.full(len(cpu), -1, dtype=np.int64)
+    out[use[order[1:]]] = np.where(same & arm[use[order[:-1]]], use[order[:-1]], -1)
     return out
 
