@@ -42,6 +42,17 @@ def tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
     return max(votes, key=votes.get) if votes else None
 
 
+# jiffies_fit: what an event does (an interrupt, a tick stop or restart, a wakeup, jiffies recorded).
+_NONE, _IRQ, _STOP, _RESTART, _WAKE, _OBSERVED = range(6)
+
+
+def _plus(a: np.ndarray, n: int) -> list:
+    """``a + n`` as Python ints, exactly (n may not fit in an int64)."""
+    if len(a) and -(1 << 62) < n < 1 << 62 and -(1 << 62) < a.min() and a.max() < 1 << 62:
+        return (a + n).tolist()
+    return [x + n for x in a.tolist()]
+
+
 def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_check=True):
     """How often each jiffies model gives the value the kernel recorded (at
     timer_start: expires - timeout; at timer_expire_entry: now): ``grid``
@@ -52,31 +63,54 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     holding the duty when the trace begins (None: nobody); ``handovers``, a
     list, receives (ts, line, cpu, new holder or None) at each change;
     ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+)."""
-    sel = ev[ev["event"].isin(("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start", "timer_expire_entry",
-                               "sched_switch", "timer_base_idle"))]
-    event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
-    function, now_ns, state = column(sel, "function", ""), column(sel, "now_ns"), column(sel, "state")
-    expires, timeout = column(sel, "expires_jiffies"), column(sel, "timeout_jiffies")
-    now_j = column(sel, "now_jiffies")
-    prev_pid, line, success = column(sel, "prev_pid"), column(sel, "line"), column(sel, "success")
-    is_idle = column(sel, "is_idle")
-    jif, stopped = None, set()
+    # What each event does to jiffies or the duty (_NONE: nothing; the first event's time starts jiffies).
+    irq = event_in(ev, ("hrtimer_expire_entry",)) & ev["now_ns"].notna().to_numpy() if "now_ns" in ev else \
+        np.zeros(len(ev), dtype=bool)
+    stop = event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)  # a failed stop (nohz_full
+    # dependency) keeps the tick and the duty; the tick restarts when the CPU leaves the idle loop: to a
+    # task, or (6.8+) without one, which shows as timer_clear_idle's is_idle=0.
+    restart = event_in(ev, ("sched_switch", "timer_base_idle")) & (
+        (values(ev, "prev_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
+    wake = event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) == CPU_IDLE_EXIT)
+    arm = event_in(ev, ("timer_start",)) & ev["expires_jiffies"].notna().to_numpy() & \
+        ev["timeout_jiffies"].notna().to_numpy() if "expires_jiffies" in ev and "timeout_jiffies" in ev else False
+    expiry = event_in(ev, ("timer_expire_entry",)) & ev["now_jiffies"].notna().to_numpy() if "now_jiffies" in ev \
+        else False
+    act = np.select([irq, stop, restart, wake, arm | expiry], [_IRQ, _STOP, _RESTART, _WAKE, _OBSERVED], _NONE)
+    first = np.flatnonzero(event_in(ev, ("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start",
+                                         "timer_expire_entry", "sched_switch", "timer_base_idle")))[:1]
+    # Whether the CPU's tick is stopped is its own state: an interrupt or a wakeup on a CPU whose tick
+    # runs changes jiffies only if it is the tick (the duty, the stall check).
+    on = np.flatnonzero(act != _NONE)
+    cpu = ev["cpu"].to_numpy()[on]
+    stopped = latest_on_cpu(cpu, np.where(act == _STOP, 1, np.where(act == _RESTART, 0, -1))[on]) == 1
+    tick = function_in(ev, TICK_FUNCTIONS)[on] & (act[on] == _IRQ)
+    keep = ((act[on] == _IRQ) & (stopped | tick)) | (act[on] == _STOP) | ((act[on] == _WAKE) & stopped) | (
+        act[on] == _OBSERVED)
+    on, cpu, stopped, tick = on[keep], cpu[keep], stopped[keep].tolist(), tick[keep].tolist()
+    ts = ev["ts_ns"].to_numpy()
+    grid = _plus((ts[on] - offset) // tick_ns, j0)
+    now_j = _plus(values(ev, "now_ns", 0)[on] // tick_ns, j0) if "now_ns" in ev else [None] * len(on)
+    # The jiffies the kernel recorded: at timer_start expires - timeout (mod 2**64), at an expiry now.
+    obs = np.where(arm[on], ev["expires_jiffies"].to_numpy(np.uint64, na_value=0)[on]
+                   - ev["timeout_jiffies"].to_numpy(np.int64, na_value=0)[on].astype(np.uint64),
+                   ev["now_jiffies"].to_numpy(np.uint64, na_value=0)[on]).tolist() if len(on) and (
+        act[on] == _OBSERVED).any() else [None] * len(on)
+    jif = _plus((ts[first] - offset) // tick_ns, j0)[0] if len(first) else None
     last_seen, stalls = {}, {}
     ok_grid = ok_kernel = total = 0
-    for i, e in enumerate(event):
-        c = cpu[i]
-        grid = (ts[i] - offset) // tick_ns + j0
-        jif = grid if jif is None else jif
-        if e == "hrtimer_expire_entry":
-            if c in stopped and now_ns[i] is not None:
-                jif = max(jif, now_ns[i] // tick_ns + j0)  # tick_nohz_irq_enter: jiffies brought up to date
-            if str(function[i]) in TICK_FUNCTIONS and now_ns[i] is not None:
+    for a, c, st, g, nj, tk, o, t, ln in zip(act[on].tolist(), cpu.tolist(), stopped, grid, now_j, tick, obs,
+                                              ts[on].tolist(), ev["line"].to_numpy()[on].tolist()):
+        if a == _IRQ:
+            if st:
+                jif = max(jif, nj)  # tick_nohz_irq_enter: jiffies brought up to date
+            if tk:
                 if holder is None:
                     holder = c
                     if handovers is not None:
-                        handovers.append((ts[i], line[i], c, c))
+                        handovers.append((t, ln, c, c))
                 if holder == c:
-                    jif = max(jif, now_ns[i] // tick_ns + j0)
+                    jif = max(jif, nj)
                 # tick_sched_do_timer's stall check: own ticks seeing jiffies unchanged
                 if not stall_check:
                     pass
@@ -85,37 +119,20 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
                 else:
                     stalls[c] += 1
                     if stalls[c] == MAX_STALLED_JIFFIES:
-                        jif = max(jif, now_ns[i] // tick_ns + j0)
+                        jif = max(jif, nj)
                         last_seen[c], stalls[c] = jif, 0
-        elif e == "tick_stop":
-            if success[i] == 0:  # a failed stop (nohz_full dependency) keeps the tick and the duty
-                continue
-            stopped.add(c)
+        elif a == _STOP:
             if holder == c:
                 holder = None
                 if handovers is not None:
-                    handovers.append((ts[i], line[i], c, None))
-        elif e == "sched_switch" or e == "timer_base_idle":
-            # The tick restarts when the CPU leaves the idle loop: to a task,
-            # or (6.8+) without one, which shows as timer_clear_idle's is_idle=0.
-            if prev_pid[i] == 0 or is_idle[i] == 0:
-                stopped.discard(c)
-        elif e == "cpu_idle":
-            if state[i] == CPU_IDLE_EXIT and c in stopped:
-                jif = max(jif, grid)
-        elif e == "timer_start" or e == "timer_expire_entry":
-            if e == "timer_start":
-                if expires[i] is None or timeout[i] is None:
-                    continue
-                obs = (expires[i] - timeout[i]) % (1 << 64)
-            elif now_j[i] is None:
-                continue
-            else:
-                obs = now_j[i]
+                    handovers.append((t, ln, c, None))
+        elif a == _WAKE:
+            jif = max(jif, g)
+        else:
             total += 1
-            ok_grid += obs == grid
-            ok_kernel += obs == jif
-            jif = max(jif, obs)
+            ok_grid += o == g
+            ok_kernel += o == jif
+            jif = max(jif, o)
     return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
 
 
