@@ -13,7 +13,7 @@ import numpy as np
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, need_resched
 from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
 from .clocks import (by_cpu, event_in, function_in, latest_on_cpu, previous_on_cpu, previous_row_on_cpu, rows,
-                     tick_events, values)
+                     values)
 
 
 # What an event does to its CPU's idle period (device_interrupts, clock_wake_ends): an idle entry or
@@ -131,19 +131,20 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     busy period that switch starts waits for that timer's expiry (the
     busy_start's flags: 1 a timer key, 2 an hrtimer key)."""
     woken_by = woken_by or {}
-    rows, state, first, missing = [], {}, {}, set()
-    event, cpu, ts, line = column(ev, "event"), column(ev, "cpu"), column(ev, "ts_ns"), column(ev, "line")
-    pid, prev_pid, next_pid = column(ev, "pid"), column(ev, "prev_pid"), column(ev, "next_pid")
-    idle_state, now_ns, target = column(ev, "state"), column(ev, "now_ns"), column(ev, "target_cpu")
-    need = need_resched(ev)
+    out, state, missing = [], {}, set()
+    need, on = _task_rows(ev)
+    sub = rows(ev, on, ("event", "cpu", "ts_ns", "line", "pid", "prev_pid", "next_pid", "state", "now_ns",
+                        "target_cpu"))
+    event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
+    pid, prev_pid, next_pid = column(sub, "pid"), column(sub, "prev_pid"), column(sub, "next_pid")
+    idle_state, now_ns, target = column(sub, "state"), column(sub, "now_ns"), column(sub, "target_cpu")
+    need = need[on].tolist()
     wake = {}  # CPU -> (ts, line) of the first event after its latest idle entry
     # CPU -> [flags known, ts when a task was first enqueued on it (None before)] since it woke, for
     # the time it stays idle_cpu(); absent: the interrupt found need-resched already set.
     pulled = {}
     for i, e in enumerate(event):
         c = cpu[i]
-        if c not in first:
-            first[c] = pid[i]
         w = target[i] if e == "sched_wakeup" else c if need[i] else None
         if w is not None and w in pulled and pulled[w][1] is None:
             pulled[w][1] = ts[i]
@@ -153,7 +154,7 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
                 pulled.pop(c, None)
                 if state.get(c) == "busy":
                     # Only the idle task enters an idle state: the switch to it went unlogged.
-                    rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                    out.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
                     state[c] = "idle"
             elif wake.get(c, 0) is None:
                 wake[c] = (ts[i], line[i])
@@ -177,12 +178,12 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
                     known, enq = pulled.pop(c, (False, None))
                     runnable = (enq if enq is not None else ts[i] if known else t) - t
                     flag, key = woken_by.get(line[i], (0, 0))
-                    rows.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
+                    out.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
                 state[c] = "busy"
                 wake.pop(c, None)
             elif next_pid[i] == 0 and prev_pid[i] != 0:
                 if state.get(c) != "idle":
-                    rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                    out.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
                 state[c] = "idle"
                 if c in idle_cpus:
                     # Woken before its idle entry was logged (or got that far), the CPU runs the next
@@ -190,14 +191,41 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
                     wake[c] = None
                     pulled.pop(c, None)
         elif state.get(c) == "idle" and pid[i] not in (None, 0):
-            rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+            out.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
             state[c] = "busy"
             missing.add(c)
+    cpus, at = np.unique(ev["cpu"].to_numpy(), return_index=True)
+    first = dict(zip(cpus.tolist(), column(ev.iloc[at], "pid")))  # CPU -> pid of its first event
     initial = []
     for c in range(nr_cpus):
         p = first.get(c)
         initial.append(int(c not in idle_cpus) if p is None else int(p != 0))
-    return rows, initial, sorted(missing)
+    return out, initial, sorted(missing)
+
+
+def _task_rows(ev):
+    """need_resched(ev) as an array, and the positions of the rows that can
+    change task_intervals' state: idle entries and exits, switches, wakeups;
+    the first event after an idle entry or a switch to the idle task; a
+    task's first event after a switch or a cpu_idle (a switch away from the
+    idle task not logged); of a run of events with need-resched set on a
+    CPU, the first (it marks the CPU's task enqueued; only the CPU's own
+    events that need-resched does not mark start that anew)."""
+    need = np.array(need_resched(ev), dtype=object)
+    cpu = ev["cpu"].to_numpy()
+    prev = previous_row_on_cpu(cpu)
+    had = prev >= 0
+    marks = event_in(ev, ("cpu_idle", "sched_switch"))
+    wakeup = event_in(ev, ("sched_wakeup",))
+    idles = (event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) != CPU_IDLE_EXIT)) | (
+        event_in(ev, ("sched_switch",)) & (values(ev, "next_pid", -1) == 0))
+    after = had & idles[prev]
+    task = values(ev, "pid", 0) != 0
+    since = latest_on_cpu(cpu, np.where(marks, 1, np.where(task, 0, -1)))
+    first_task = task & (~had | (since[prev] == 1))
+    own = need.astype(bool) & ~wakeup
+    first_need = own & ~(had & own[prev])
+    return need, np.flatnonzero(marks | wakeup | after | first_task | first_need)
 
 
 def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()):
@@ -274,11 +302,12 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
     out = [0] * nr_cpus
     if not cpus_with_idle:  # no cpu_idle events (and maybe no state column at all)
         return out
-    sub = ev[ev["cpu"].isin(cpus_with_idle)]
-    idle = sub[sub["event"] == "cpu_idle"]
+    on = ev["cpu"].isin(cpus_with_idle).to_numpy()
+    idle = rows(ev, on & event_in(ev, ("cpu_idle",)), ("cpu", "ts_ns", "state"))
     entries = idle[idle["state"] != CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
     exits = idle[idle["state"] == CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
-    ticks = tick_events(sub)
+    ticks = rows(ev, on & event_in(ev, ("hrtimer_expire_entry",)) & function_in(ev, TICK_FUNCTIONS),
+                 ("cpu", "ts_ns", "now_ns"))
     first_tick = ticks.groupby("cpu")[["ts_ns", "now_ns"]].first()
     grid = (start_mono // tick_ns + 1) * tick_ns  # the first tick due after the start
     never = np.iinfo(np.int64).max
