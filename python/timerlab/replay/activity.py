@@ -19,6 +19,7 @@ from .clocks import (by_cpu, event_in, function_in, latest_on_cpu, previous_on_c
 # What an event does to its CPU's idle period (device_interrupts, clock_wake_ends): an idle entry or
 # exit, a task runs, the idle loop is left without one, other (_CLOCK: a clock wakeup that ended it).
 _ENTRY, _EXIT, _RUN, _LEFT, _OTHER, _CLOCK = range(6)
+_BY_IRQ, _BY_TASK, _BY_TICK = range(3)  # device_interrupts: what ended an idle period
 
 
 def idle_actions(ev):
@@ -241,7 +242,6 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     expiries the replay simulates (hrtimers.py), which end their idle periods
     as the tick does (6.12's fair server, dl_task_timer, mostly leaves the
     loop so: an OP_EXIT at its expiry)."""
-    out = []
     on = ev["cpu"].isin(cpus_with_idle).to_numpy()
     last_ts = int(ev["ts_ns"].to_numpy()[on][-1]) if on.any() else 0
     act, idle = idle_actions(ev)
@@ -249,46 +249,39 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     # at the start) can end an idle period.
     on = np.flatnonzero(on)
     on = on[(act[on] != _OTHER) | previous_on_cpu(ev["cpu"].to_numpy()[on], idle[on], True)]
-    sub = rows(ev, on, ("cpu", "ts_ns", "line"))
-    line = sub["line"].to_numpy()
-    kind = np.where(clock_wakeups(ev, hrtimer_expiries)[on], "tick",
-                    np.where(event_in(ev, ("sched_wakeup",))[on], "task", "irq")).astype(object)
-    # Per CPU: "idle" (entered, nothing seen yet), "woken" (first event seen;
-    # a pending candidate waits to see whether a task runs next, and whether
-    # the CPU leaves the idle loop).
-    phase, pending = {c: "idle" for c in cpus_with_idle if not initial_busy[c]}, {}
-
-    def settle(c, t_end, task_runs):
-        kind, t0, ln, left = pending.pop(c)
-        if task_runs and kind in ("task", "tick"):
-            return
-        if kind == "tick" and (task_runs or not left):
-            return  # the tick, or a replayed hrtimer: simulated
-        # Left the loop for a task: the busy_start that follows does it.
-        out.append((t0, c, max(0, t_end - t0), ln, OP_EXIT if left and not task_runs else OP_IRQ))
-
-    for a, c, t, ln, k in zip(act[on].tolist(), column(sub, "cpu"), column(sub, "ts_ns"), line.tolist(),
-                              kind.tolist()):
-        if a == _ENTRY:
-            if c in pending:
-                settle(c, t, False)
-            phase[c] = "idle"
-        elif a == _EXIT:
-            if phase.get(c) == "idle":  # exit with no event during the sleep
-                pending[c] = ("irq", t, ln, False)
-                phase[c] = "woken"
-        elif a == _RUN:
-            if c in pending:
-                settle(c, t, True)
-            phase[c] = None
-        elif a == _LEFT and c in pending:
-            pending[c] = pending[c][:3] + (True,)
-        elif phase.get(c) == "idle":
-            phase[c] = "woken"
-            pending[c] = (k, t, ln, False)
-    for c in list(pending):
-        settle(c, last_ts, False)
-    return out
+    if not len(on):
+        return []
+    kind = np.where(clock_wakeups(ev, hrtimer_expiries)[on], _BY_TICK,
+                    np.where(event_in(ev, ("sched_wakeup",))[on], _BY_TASK, _BY_IRQ))
+    order = by_cpu(ev["cpu"].to_numpy()[on])
+    on, kind = on[order], kind[order]
+    act, cpu, ts = act[on], ev["cpu"].to_numpy()[on], ev["ts_ns"].to_numpy()[on]
+    # Per CPU: an idle period (after an entry, or at the start) ends at its first event but an entry or a
+    # task run — an interrupt of that event's kind (an exit with no event during the sleep: irq) — and
+    # the next entry or task run (or the end) settles it, the idle loop left in between or not.
+    first = np.r_[True, cpu[1:] != cpu[:-1]]
+    after = np.r_[False, act[:-1] == _ENTRY] & ~first
+    start = first & np.isin(cpu, [c for c in cpus_with_idle if not initial_busy[c]])
+    at = np.flatnonzero((after | start) & (act != _ENTRY) & (act != _RUN))
+    kind = np.where(act[at] == _EXIT, _BY_IRQ, kind[at])
+    settles = np.flatnonzero((act == _ENTRY) | (act == _RUN))
+    end = settles[np.minimum(np.searchsorted(settles, at, side="right"), len(settles) - 1)] if len(settles) else at
+    settled = (end > at) & (cpu[end] == cpu[at])
+    last_of_cpu = np.r_[np.flatnonzero(first)[1:] - 1, len(cpu) - 1][np.cumsum(first) - 1]
+    left_rows = np.cumsum(act == _LEFT)
+    left = left_rows[np.where(settled, end - 1, last_of_cpu[at])] > left_rows[at]
+    task_runs = settled & (act[end] == _RUN)
+    # A task run next: its busy_start does it. The tick, or a replayed hrtimer, is simulated — unless the
+    # CPU then left the loop without a task.
+    emit = np.where(task_runs, kind == _BY_IRQ, (kind != _BY_TICK) | left)
+    t_end = np.where(settled, ts[end], last_ts)
+    op = np.where(left & ~task_runs, OP_EXIT, OP_IRQ)
+    # In the order they are settled (the ones the end settles last, in the order they began).
+    pick = np.flatnonzero(emit)
+    pick = pick[np.argsort(np.where(settled, on[end], len(ev) + on[at])[pick], kind="stable")]
+    at = at[pick]
+    return list(zip(ts[at].tolist(), cpu[at].tolist(), np.maximum(0, t_end[pick] - ts[at]).tolist(),
+                    ev["line"].to_numpy()[on[at]].tolist(), op[pick].tolist()))
 
 
 def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns):
