@@ -32,12 +32,14 @@ def tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
     """jiffies - monotonic_ns // TICK_NSEC, read off pairs of a tick (whose
     now= is monotonic ns) and the next timer_expire_entry (now= in jiffies);
     the most common value wins. None when the trace lacks either event."""
+    ticks = {f for f in set(function) if is_tick("hrtimer_expire_entry", f)}  # each name tested once
     last_tick, votes = None, {}
-    for i, e in enumerate(event):
-        if is_tick(e, function[i]):
-            last_tick = now_ns[i] // tick_ns
+    for e, f, now, jiffies in zip(event, function, now_ns, now_jiffies):
+        if e == "hrtimer_expire_entry":
+            if f in ticks:
+                last_tick = now // tick_ns
         elif e == "timer_expire_entry" and last_tick is not None:
-            off = now_jiffies[i] - last_tick
+            off = jiffies - last_tick
             votes[off] = votes.get(off, 0) + 1
     return max(votes, key=votes.get) if votes else None
 
