@@ -133,70 +133,66 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     busy_start's flags: 1 a timer key, 2 an hrtimer key)."""
     woken_by = woken_by or {}
     out, state, missing = [], {}, set()
-    need, on = _task_rows(ev)
+    need, on, first = _task_rows(ev)
     sub = rows(ev, on, ("event", "cpu", "ts_ns", "line", "pid", "prev_pid", "next_pid", "state", "now_ns",
                         "target_cpu"))
-    event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
-    pid, prev_pid, next_pid = column(sub, "pid"), column(sub, "prev_pid"), column(sub, "next_pid")
-    idle_state, now_ns, target = column(sub, "state"), column(sub, "now_ns"), column(sub, "target_cpu")
-    need = need[on].tolist()
     wake = {}  # CPU -> (ts, line) of the first event after its latest idle entry
     # CPU -> [flags known, ts when a task was first enqueued on it (None before)] since it woke, for
     # the time it stays idle_cpu(); absent: the interrupt found need-resched already set.
     pulled = {}
-    for i, e in enumerate(event):
-        c = cpu[i]
-        w = target[i] if e == "sched_wakeup" else c if need[i] else None
+    for e, c, ts, line, pid, prev_pid, next_pid, idle_state, now_ns, target, nr in zip(
+            column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line"), column(sub, "pid"),
+            column(sub, "prev_pid"), column(sub, "next_pid"), column(sub, "state"), column(sub, "now_ns"),
+            column(sub, "target_cpu"), need[on].tolist()):
+        w = target if e == "sched_wakeup" else c if nr else None
         if w is not None and w in pulled and pulled[w][1] is None:
-            pulled[w][1] = ts[i]
+            pulled[w][1] = ts
         if e == "cpu_idle":
-            if idle_state[i] != CPU_IDLE_EXIT:
+            if idle_state != CPU_IDLE_EXIT:
                 wake[c] = None
                 pulled.pop(c, None)
                 if state.get(c) == "busy":
                     # Only the idle task enters an idle state: the switch to it went unlogged.
-                    out.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                    out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
                     state[c] = "idle"
             elif wake.get(c, 0) is None:
-                wake[c] = (ts[i], line[i])
-                if not need[i]:
-                    pulled[c] = [need[i] is not None, None]
+                wake[c] = (ts, line)
+                if not nr:
+                    pulled[c] = [nr is not None, None]
             continue
         if wake.get(c, 0) is None:
-            if not need[i]:
-                pulled[c] = [need[i] is not None, ts[i] if e == "sched_wakeup" and target[i] == c else None]
+            if not nr:
+                pulled[c] = [nr is not None, ts if e == "sched_wakeup" and target == c else None]
             # The handler's own time: its clock reading (now=) may come long before it runs (a vCPU
             # descheduled in between), and the simulated tick fires when the handler ran (clocks.py).
-            ran = e == "hrtimer_expire_entry" and now_ns[i] is not None
-            t = max(now_ns[i] + clock_offset, ts[i]) if ran else ts[i]
-            wake[c] = (t, line[i])
-        if e == "sched_switch" and prev_pid[i] is not None and next_pid[i] is not None:
-            if prev_pid[i] == 0 and next_pid[i] != 0:
+            ran = e == "hrtimer_expire_entry" and now_ns is not None
+            wake[c] = (max(now_ns + clock_offset, ts) if ran else ts, line)
+        if e == "sched_switch" and prev_pid is not None and next_pid is not None:
+            if prev_pid == 0 and next_pid != 0:
                 if state.get(c) != "busy":
-                    t, ln = (wake.get(c) or (ts[i], line[i])) if c in idle_cpus else (ts[i], line[i])
+                    t, ln = (wake.get(c) or (ts, line)) if c in idle_cpus else (ts, line)
                     # idle_cpu() until a task was enqueued: a sched_wakeup, or need-resched seen (the CPU
                     # pulled one itself, or was handed one), else the switch; without flags, a wakeup only.
                     known, enq = pulled.pop(c, (False, None))
-                    runnable = (enq if enq is not None else ts[i] if known else t) - t
-                    flag, key = woken_by.get(line[i], (0, 0))
+                    runnable = (enq if enq is not None else ts if known else t) - t
+                    flag, key = woken_by.get(line, (0, 0))
                     out.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
                 state[c] = "busy"
                 wake.pop(c, None)
-            elif next_pid[i] == 0 and prev_pid[i] != 0:
+            elif next_pid == 0 and prev_pid != 0:
                 if state.get(c) != "idle":
-                    out.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                    out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
                 state[c] = "idle"
                 if c in idle_cpus:
                     # Woken before its idle entry was logged (or got that far), the CPU runs the next
                     # task from the interrupt on, as after an idle period.
                     wake[c] = None
                     pulled.pop(c, None)
-        elif state.get(c) == "idle" and pid[i] not in (None, 0):
-            out.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+        elif state.get(c) == "idle" and pid not in (None, 0):
+            out.append((ts, line, c, OP_BUSY, 0, 0, 0, 0, c, 0))
             state[c] = "busy"
             missing.add(c)
-    cpus, at = np.unique(ev["cpu"].to_numpy(), return_index=True)
-    first = dict(zip(cpus.tolist(), column(ev.iloc[at], "pid")))  # CPU -> pid of its first event
+    first = dict(zip(ev["cpu"].to_numpy()[first].tolist(), column(ev.iloc[first], "pid")))  # CPU -> its first pid
     initial = []
     for c in range(nr_cpus):
         p = first.get(c)
@@ -205,13 +201,14 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
 
 
 def _task_rows(ev):
-    """need_resched(ev) as an array, and the positions of the rows that can
+    """need_resched(ev) as an array; the positions of the rows that can
     change task_intervals' state: idle entries and exits, switches, wakeups;
     the first event after an idle entry or a switch to the idle task; a
     task's first event after a switch or a cpu_idle (a switch away from the
     idle task not logged); of a run of events with need-resched set on a
     CPU, the first (it marks the CPU's task enqueued; only the CPU's own
-    events that need-resched does not mark start that anew)."""
+    events that need-resched does not mark start that anew); of each CPU's
+    first row."""
     need = np.array(need_resched(ev), dtype=object)
     cpu = ev["cpu"].to_numpy()
     prev = previous_row_on_cpu(cpu)
@@ -226,7 +223,7 @@ def _task_rows(ev):
     first_task = task & (~had | (since[prev] == 1))
     own = need.astype(bool) & ~wakeup
     first_need = own & ~(had & own[prev])
-    return need, np.flatnonzero(marks | wakeup | after | first_task | first_need)
+    return need, np.flatnonzero(marks | wakeup | after | first_task | first_need), np.flatnonzero(~had)
 
 
 def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()):
