@@ -279,16 +279,25 @@ def tick_wakeups(ev, tick_ns, offset=None):
     start = programmed_by(cpu, sel["hrtimer"] if "hrtimer" in sel else pd.Series(np.nan, index=sel.index),
                           arm, expiry)
     expiry = np.flatnonzero(expiry)
-    expires, now, ts, line = column(sel, "expires_ns"), column(sel, "now_ns"), column(sel, "ts_ns"), column(sel, "line")
-    cpu, stopped, from_idle = cpu.tolist(), stopped.tolist(), from_idle.tolist()
-    out = []
-    for i, s in zip(expiry.tolist(), start[expiry].tolist()):
-        g, was_stopped = (expires[s], stopped[s]) if s >= 0 else (None, False)
-        if g is None or g > now[i] or (not was_stopped and g % tick_ns):
-            g, was_stopped = now[i] // tick_ns * tick_ns, False
-        ran = max(now[i], ts[i] - offset) if offset is not None else now[i]
-        out.append((g, ran - g, cpu[i], line[i], was_stopped, from_idle[i]))
-    return out
+    if not len(expiry):
+        return []
+    # In uint64, as the columns are: exact, and the lateness is never negative (g <= now <= ran).
+    s = start[expiry]
+    armed = (s >= 0) & (sel["expires_ns"].notna().to_numpy()[s] if "expires_ns" in sel else False)
+    g = sel["expires_ns"].to_numpy(np.uint64, na_value=0)[s] if "expires_ns" in sel else np.zeros(len(s), np.uint64)
+    was_stopped = armed & stopped[s]
+    now = sel["now_ns"].to_numpy(np.uint64, na_value=0)[expiry]
+    tick = np.uint64(tick_ns)
+    # A running tick's programmed time is a grid point; else (or none, or later than now) the one before now.
+    programmed = armed & (g <= now) & (was_stopped | (g % tick == 0))
+    g, was_stopped = np.where(programmed, g, now // tick * tick), was_stopped & programmed
+    ran = now
+    if offset is not None:
+        handler = sel["ts_ns"].to_numpy()[expiry] - offset
+        later = (handler >= 0) & (handler.astype(np.uint64) > now)
+        ran = np.where(later, handler.astype(np.uint64), now)
+    return list(zip(g.tolist(), (ran - g).tolist(), cpu[expiry].tolist(), sel["line"].to_numpy()[expiry].tolist(),
+                    was_stopped.tolist(), from_idle[expiry].tolist()))
 
 
 def programmed_by(cpu: np.ndarray, timer: pd.Series, arm: np.ndarray, expiry: np.ndarray) -> np.ndarray:
