@@ -48,10 +48,22 @@ def tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
 _NONE, _IRQ, _STOP, _RESTART, _WAKE, _OBSERVED = range(6)
 
 
+def _known(ev, name) -> np.ndarray:
+    """Per row, whether it has a value of column ``name``."""
+    return ev[name].notna().to_numpy() if name in ev else np.zeros(len(ev), dtype=bool)
+
+
+def _u64(ev, name) -> np.ndarray:
+    """A column of integers as uint64 (negative ones modulo 2**64), missing values as 0."""
+    if name not in ev:
+        return np.zeros(len(ev), dtype=np.uint64)
+    return ev[name].to_numpy(np.int64 if ev[name].dtype.kind == "i" else np.uint64, na_value=0).astype(np.uint64)
+
+
 def _plus(a: np.ndarray, n: int) -> list:
-    """``a + n`` as Python ints, exactly (n may not fit in an int64)."""
+    """``a + n`` (integers) as Python ints, exactly (n may not fit in an int64)."""
     if len(a) and -(1 << 62) < n < 1 << 62 and -(1 << 62) < a.min() and a.max() < 1 << 62:
-        return (a + n).tolist()
+        return (a.astype(np.int64) + n).tolist()
     return [x + n for x in a.tolist()]
 
 
@@ -66,18 +78,16 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     list, receives (ts, line, cpu, new holder or None) at each change;
     ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+)."""
     # What each event does to jiffies or the duty (_NONE: nothing; the first event's time starts jiffies).
-    irq = event_in(ev, ("hrtimer_expire_entry",)) & ev["now_ns"].notna().to_numpy() if "now_ns" in ev else \
-        np.zeros(len(ev), dtype=bool)
-    stop = event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)  # a failed stop (nohz_full
-    # dependency) keeps the tick and the duty; the tick restarts when the CPU leaves the idle loop: to a
-    # task, or (6.8+) without one, which shows as timer_clear_idle's is_idle=0.
+    irq = event_in(ev, ("hrtimer_expire_entry",)) & _known(ev, "now_ns")
+    # A failed stop (nohz_full dependency) keeps the tick and the duty.
+    stop = event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)
+    # The tick restarts when the CPU leaves the idle loop: to a task, or (6.8+) without one, which shows
+    # as timer_clear_idle's is_idle=0.
     restart = event_in(ev, ("sched_switch", "timer_base_idle")) & (
         (values(ev, "prev_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
     wake = event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) == CPU_IDLE_EXIT)
-    arm = event_in(ev, ("timer_start",)) & ev["expires_jiffies"].notna().to_numpy() & \
-        ev["timeout_jiffies"].notna().to_numpy() if "expires_jiffies" in ev and "timeout_jiffies" in ev else False
-    expiry = event_in(ev, ("timer_expire_entry",)) & ev["now_jiffies"].notna().to_numpy() if "now_jiffies" in ev \
-        else False
+    arm = event_in(ev, ("timer_start",)) & _known(ev, "expires_jiffies") & _known(ev, "timeout_jiffies")
+    expiry = event_in(ev, ("timer_expire_entry",)) & _known(ev, "now_jiffies")
     act = np.select([irq, stop, restart, wake, arm | expiry], [_IRQ, _STOP, _RESTART, _WAKE, _OBSERVED], _NONE)
     first = np.flatnonzero(event_in(ev, ("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start",
                                          "timer_expire_entry", "sched_switch", "timer_base_idle")))[:1]
@@ -92,12 +102,10 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     on, cpu, stopped, tick = on[keep], cpu[keep], stopped[keep].tolist(), tick[keep].tolist()
     ts = ev["ts_ns"].to_numpy()
     grid = _plus((ts[on] - offset) // tick_ns, j0)
-    now_j = _plus(values(ev, "now_ns", 0)[on] // tick_ns, j0) if "now_ns" in ev else [None] * len(on)
+    now_j = _plus(_u64(ev, "now_ns")[on] // np.uint64(tick_ns), j0)
     # The jiffies the kernel recorded: at timer_start expires - timeout (mod 2**64), at an expiry now.
-    obs = np.where(arm[on], ev["expires_jiffies"].to_numpy(np.uint64, na_value=0)[on]
-                   - ev["timeout_jiffies"].to_numpy(np.int64, na_value=0)[on].astype(np.uint64),
-                   ev["now_jiffies"].to_numpy(np.uint64, na_value=0)[on]).tolist() if len(on) and (
-        act[on] == _OBSERVED).any() else [None] * len(on)
+    obs = np.where(arm[on], _u64(ev, "expires_jiffies")[on] - _u64(ev, "timeout_jiffies")[on],
+                   _u64(ev, "now_jiffies")[on]).tolist()
     jif = _plus((ts[first] - offset) // tick_ns, j0)[0] if len(first) else None
     last_seen, stalls = {}, {}
     ok_grid = ok_kernel = total = 0
@@ -200,7 +208,7 @@ def previous_row_on_cpu(cpu: np.ndarray) -> np.ndarray:
 
 def previous_on_cpu(cpu: np.ndarray, flag: np.ndarray, first: bool) -> np.ndarray:
     """Per row, ``flag`` of the previous row of the same CPU (``first`` for
-    a CPU's first row). The state machines below keep per-CPU state only:
+    a CPU's first row). The replay's state machines keep per-CPU state:
     rows that cannot change it, given the row before them on their CPU, are
     left out of their loops."""
     prev = previous_row_on_cpu(cpu)
