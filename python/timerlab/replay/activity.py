@@ -64,7 +64,8 @@ def timer_wakeups(ev, hrtimers: bool = True) -> dict:
     # Any hrtimer event but an hrtimer_wakeup's expiry ends that callback: of a run of them on a CPU, the
     # first only can (the callback state is per CPU).
     wakeup = function_in(ev, ("hrtimer_wakeup",))
-    ends = mask & (event_in(ev, ("hrtimer_start", "hrtimer_cancel")) | event_in(ev, ("hrtimer_expire_entry",)) & ~wakeup)
+    ends = mask & (event_in(ev, ("hrtimer_start", "hrtimer_cancel"))
+                   | event_in(ev, ("hrtimer_expire_entry",)) & ~wakeup)
     keep = np.flatnonzero(mask)
     keep = keep[~ends[keep] | ~previous_on_cpu(ev["cpu"].to_numpy()[keep], ends[keep], False)]
     sel = rows(ev, keep,

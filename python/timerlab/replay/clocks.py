@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, is_tick
+from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, is_tick
 
 MAX_STALLED_JIFFIES = 5  # tick_sched_do_timer (kernel/time/tick-sched.c); the engine's kMaxStalledJiffies
 
