@@ -12,7 +12,38 @@ import numpy as np
 
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, need_resched
 from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
-from .clocks import tick_events
+from .clocks import (by_cpu, event_in, function_in, latest_on_cpu, previous_on_cpu, previous_row_on_cpu, rows,
+                     values)
+
+
+# What an event does to its CPU's idle period (device_interrupts, clock_wake_ends): an idle entry or
+# exit, a task runs, the idle loop is left without one, other (_CLOCK: a clock wakeup that ended it).
+_ENTRY, _EXIT, _RUN, _LEFT, _OTHER, _CLOCK = range(6)
+_BY_IRQ, _BY_TASK, _BY_TICK = range(3)  # device_interrupts: what ended an idle period
+
+
+def idle_actions(ev):
+    """Per row, its action (_ENTRY.._OTHER), and whether it is a cpu_idle."""
+    idle = event_in(ev, ("cpu_idle",))
+    entry = idle & (values(ev, "state", -1) != CPU_IDLE_EXIT)  # a missing state is no exit
+    return np.select([entry, idle, task_runs(ev), loop_left(ev)], [_ENTRY, _EXIT, _RUN, _LEFT], _OTHER), idle
+
+
+def task_runs(ev) -> np.ndarray:
+    """Per row: a switch from the idle task to a task (a missing next_pid counts as one)."""
+    return event_in(ev, ("sched_switch",)) & (values(ev, "prev_pid", -1) == 0) & (values(ev, "next_pid", -1) != 0)
+
+
+def loop_left(ev) -> np.ndarray:
+    """Per row: the hierarchy sees the CPU active (tmigr_cpu_active, or timer_base_idle is_idle=0)."""
+    return event_in(ev, ("tmigr_cpu_active",)) | event_in(ev, ("timer_base_idle",)) & (values(ev, "is_idle", -1) == 0)
+
+
+def clock_wakeups(ev, hrtimer_expiries) -> np.ndarray:
+    """Per row: an expiry of the tick's hrtimer, or one of the replayed ``hrtimer_expiries`` (lines)."""
+    lines = np.fromiter(hrtimer_expiries, dtype=np.int64, count=len(hrtimer_expiries))
+    return event_in(ev, ("hrtimer_expire_entry",)) & (
+        function_in(ev, TICK_FUNCTIONS) | np.isin(ev["line"].to_numpy(), lines))
 
 
 def timer_wakeups(ev, hrtimers: bool = True) -> dict:
@@ -29,40 +60,46 @@ def timer_wakeups(ev, hrtimers: bool = True) -> dict:
     events = ("timer_start", "timer_expire_entry", "timer_expire_exit", "sched_wakeup", "sched_switch")
     if hrtimers:
         events += ("hrtimer_expire_entry", "hrtimer_start", "hrtimer_cancel")
-    sel = ev[ev["event"].isin(events)]
-    event, cpu, line, timer = column(sel, "event"), column(sel, "cpu"), column(sel, "line"), column(sel, "timer")
-    wakee, target, next_pid = column(sel, "wakee_pid"), column(sel, "target_cpu"), column(sel, "next_pid")
-    flags, hrtimer, function = column(sel, "flags", ""), column(sel, "hrtimer"), column(sel, "function", "")
+    mask = event_in(ev, events)
+    # Any hrtimer event but an hrtimer_wakeup's expiry ends that callback: of a run of them on a CPU, the
+    # first only can (the callback state is per CPU).
+    wakeup = function_in(ev, ("hrtimer_wakeup",))
+    ends = mask & (event_in(ev, ("hrtimer_start", "hrtimer_cancel"))
+                   | event_in(ev, ("hrtimer_expire_entry",)) & ~wakeup)
+    keep = np.flatnonzero(mask)
+    keep = keep[~ends[keep] | ~previous_on_cpu(ev["cpu"].to_numpy()[keep], ends[keep], False)]
+    sel = rows(ev, keep,
+               ("event", "cpu", "line", "timer", "wakee_pid", "target_cpu", "next_pid", "flags", "hrtimer"))
     deferrable = {}  # timer -> its last timer_start had D
     in_callback, woken, out = {}, {}, {}  # CPU -> (kind, pointer); (CPU, pid) -> (kind, pointer)
-    for i, e in enumerate(event):
-        c = cpu[i]
+    for e, c, ln, tm, wk, tg, nxt, fl, hr, wu, end in zip(
+            column(sel, "event"), column(sel, "cpu"), column(sel, "line"), column(sel, "timer"),
+            column(sel, "wakee_pid"), column(sel, "target_cpu"), column(sel, "next_pid"), column(sel, "flags", ""),
+            column(sel, "hrtimer"), wakeup[keep].tolist(), ends[keep].tolist()):
         if e == "timer_start":
-            deferrable[timer[i]] = "D" in str(flags[i] or "").split("|")
+            deferrable[tm] = "D" in str(fl or "").split("|")
         elif e == "timer_expire_entry":
-            if not deferrable.get(timer[i], False):
-                in_callback[c] = ("timer", timer[i])
+            if not deferrable.get(tm, False):
+                in_callback[c] = ("timer", tm)
         elif e == "timer_expire_exit":
             in_callback.pop(c, None)
-        elif e == "hrtimer_expire_entry" and str(function[i]) == "hrtimer_wakeup":
-            in_callback[c] = ("hrtimer", hrtimer[i])
+        elif e == "hrtimer_expire_entry" and wu:
+            in_callback[c] = ("hrtimer", hr)
         elif e == "sched_wakeup":
             t = in_callback.get(c)
-            if t is not None and target[i] is not None:
-                woken[(target[i], wakee[i])] = t
+            if t is not None and tg is not None:
+                woken[(tg, wk)] = t
             else:
-                woken.pop((target[i], wakee[i]), None)
+                woken.pop((tg, wk), None)
             if t is not None and t[0] == "hrtimer":
                 in_callback.pop(c)
         elif e == "sched_switch":
-            if next_pid[i] is not None:
-                t = woken.pop((c, next_pid[i]), None)
+            if nxt is not None:
+                t = woken.pop((c, nxt), None)
                 if t is not None:
-                    out[line[i]] = t
-        if e.startswith("hrtimer_") and e != "hrtimer_expire_entry" or (
-                e == "hrtimer_expire_entry" and str(function[i]) != "hrtimer_wakeup"):
-            if in_callback.get(c, ("",))[0] == "hrtimer":
-                in_callback.pop(c)  # the hrtimer_wakeup's callback is over
+                    out[ln] = t
+        if end and in_callback.get(c, ("",))[0] == "hrtimer":
+            in_callback.pop(c)  # the hrtimer_wakeup's callback is over
     return out
 
 
@@ -96,73 +133,98 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     busy period that switch starts waits for that timer's expiry (the
     busy_start's flags: 1 a timer key, 2 an hrtimer key)."""
     woken_by = woken_by or {}
-    rows, state, first, missing = [], {}, {}, set()
-    event, cpu, ts, line = column(ev, "event"), column(ev, "cpu"), column(ev, "ts_ns"), column(ev, "line")
-    pid, prev_pid, next_pid = column(ev, "pid"), column(ev, "prev_pid"), column(ev, "next_pid")
-    idle_state, now_ns, target = column(ev, "state"), column(ev, "now_ns"), column(ev, "target_cpu")
-    need = need_resched(ev)
+    out, state, missing = [], {}, set()
+    need, on, first = _task_rows(ev)
+    sub = rows(ev, on, ("event", "cpu", "ts_ns", "line", "pid", "prev_pid", "next_pid", "state", "now_ns",
+                        "target_cpu"))
     wake = {}  # CPU -> (ts, line) of the first event after its latest idle entry
     # CPU -> [flags known, ts when a task was first enqueued on it (None before)] since it woke, for
     # the time it stays idle_cpu(); absent: the interrupt found need-resched already set.
     pulled = {}
-    for i, e in enumerate(event):
-        c = cpu[i]
-        if c not in first:
-            first[c] = pid[i]
-        w = target[i] if e == "sched_wakeup" else c if need[i] else None
+    for e, c, ts, line, pid, prev_pid, next_pid, idle_state, now_ns, target, nr in zip(
+            column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line"), column(sub, "pid"),
+            column(sub, "prev_pid"), column(sub, "next_pid"), column(sub, "state"), column(sub, "now_ns"),
+            column(sub, "target_cpu"), need[on].tolist()):
+        w = target if e == "sched_wakeup" else c if nr else None
         if w is not None and w in pulled and pulled[w][1] is None:
-            pulled[w][1] = ts[i]
+            pulled[w][1] = ts
         if e == "cpu_idle":
-            if idle_state[i] != CPU_IDLE_EXIT:
+            if idle_state != CPU_IDLE_EXIT:
                 wake[c] = None
                 pulled.pop(c, None)
                 if state.get(c) == "busy":
                     # Only the idle task enters an idle state: the switch to it went unlogged.
-                    rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                    out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
                     state[c] = "idle"
             elif wake.get(c, 0) is None:
-                wake[c] = (ts[i], line[i])
-                if not need[i]:
-                    pulled[c] = [need[i] is not None, None]
+                wake[c] = (ts, line)
+                if not nr:
+                    pulled[c] = [nr is not None, None]
             continue
         if wake.get(c, 0) is None:
-            if not need[i]:
-                pulled[c] = [need[i] is not None, ts[i] if e == "sched_wakeup" and target[i] == c else None]
+            if not nr:
+                pulled[c] = [nr is not None, ts if e == "sched_wakeup" and target == c else None]
             # The handler's own time: its clock reading (now=) may come long before it runs (a vCPU
             # descheduled in between), and the simulated tick fires when the handler ran (clocks.py).
-            ran = e == "hrtimer_expire_entry" and now_ns[i] is not None
-            t = max(now_ns[i] + clock_offset, ts[i]) if ran else ts[i]
-            wake[c] = (t, line[i])
-        if e == "sched_switch" and prev_pid[i] is not None and next_pid[i] is not None:
-            if prev_pid[i] == 0 and next_pid[i] != 0:
+            ran = e == "hrtimer_expire_entry" and now_ns is not None
+            wake[c] = (max(now_ns + clock_offset, ts) if ran else ts, line)
+        if e == "sched_switch" and prev_pid is not None and next_pid is not None:
+            if prev_pid == 0 and next_pid != 0:
                 if state.get(c) != "busy":
-                    t, ln = (wake.get(c) or (ts[i], line[i])) if c in idle_cpus else (ts[i], line[i])
+                    t, ln = (wake.get(c) or (ts, line)) if c in idle_cpus else (ts, line)
                     # idle_cpu() until a task was enqueued: a sched_wakeup, or need-resched seen (the CPU
                     # pulled one itself, or was handed one), else the switch; without flags, a wakeup only.
                     known, enq = pulled.pop(c, (False, None))
-                    runnable = (enq if enq is not None else ts[i] if known else t) - t
-                    flag, key = woken_by.get(line[i], (0, 0))
-                    rows.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
+                    runnable = (enq if enq is not None else ts if known else t) - t
+                    flag, key = woken_by.get(line, (0, 0))
+                    out.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
                 state[c] = "busy"
                 wake.pop(c, None)
-            elif next_pid[i] == 0 and prev_pid[i] != 0:
+            elif next_pid == 0 and prev_pid != 0:
                 if state.get(c) != "idle":
-                    rows.append((ts[i], line[i], c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                    out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
                 state[c] = "idle"
                 if c in idle_cpus:
                     # Woken before its idle entry was logged (or got that far), the CPU runs the next
                     # task from the interrupt on, as after an idle period.
                     wake[c] = None
                     pulled.pop(c, None)
-        elif state.get(c) == "idle" and pid[i] not in (None, 0):
-            rows.append((ts[i], line[i], c, OP_BUSY, 0, 0, 0, 0, c, 0))
+        elif state.get(c) == "idle" and pid not in (None, 0):
+            out.append((ts, line, c, OP_BUSY, 0, 0, 0, 0, c, 0))
             state[c] = "busy"
             missing.add(c)
+    first = dict(zip(ev["cpu"].to_numpy()[first].tolist(), column(ev.iloc[first], "pid")))  # CPU -> its first pid
     initial = []
     for c in range(nr_cpus):
         p = first.get(c)
         initial.append(int(c not in idle_cpus) if p is None else int(p != 0))
-    return rows, initial, sorted(missing)
+    return out, initial, sorted(missing)
+
+
+def _task_rows(ev):
+    """need_resched(ev) as an array; the positions of the rows that can
+    change task_intervals' state: idle entries and exits, switches, wakeups;
+    the first event after an idle entry or a switch to the idle task; a
+    task's first event after a switch or a cpu_idle (a switch away from the
+    idle task not logged); of a run of events with need-resched set on a
+    CPU, the first (it marks the CPU's task enqueued; only the CPU's own
+    events that need-resched does not mark start that anew); of each CPU's
+    first row."""
+    need = np.array(need_resched(ev), dtype=object)
+    cpu = ev["cpu"].to_numpy()
+    prev = previous_row_on_cpu(cpu)
+    had = prev >= 0
+    marks = event_in(ev, ("cpu_idle", "sched_switch"))
+    wakeup = event_in(ev, ("sched_wakeup",))
+    idles = (event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) != CPU_IDLE_EXIT)) | (
+        event_in(ev, ("sched_switch",)) & (values(ev, "next_pid", -1) == 0))
+    after = had & idles[prev]
+    task = values(ev, "pid", 0) != 0
+    since = latest_on_cpu(cpu, np.where(marks, 1, np.where(task, 0, -1)))
+    first_task = task & (~had | (since[prev] == 1))
+    own = need.astype(bool) & ~wakeup
+    first_need = own & ~(had & own[prev])
+    return need, np.flatnonzero(marks | wakeup | after | first_task | first_need), np.flatnonzero(~had)
 
 
 def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()):
@@ -178,61 +240,46 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     expiries the replay simulates (hrtimers.py), which end their idle periods
     as the tick does (6.12's fair server, dl_task_timer, mostly leaves the
     loop so: an OP_EXIT at its expiry)."""
-    out = []
-    sub = ev[ev["cpu"].isin(cpus_with_idle)]
-    event = column(sub, "event")
-    cpu = column(sub, "cpu")
-    ts = column(sub, "ts_ns")
-    line = column(sub, "line")
-    state = column(sub, "state")
-    function = column(sub, "function", "")
-    prev_pid = column(sub, "prev_pid")
-    next_pid = column(sub, "next_pid")
-    is_idle = column(sub, "is_idle")
-    # Per CPU: "idle" (entered, nothing seen yet), "woken" (first event seen;
-    # a pending candidate waits to see whether a task runs next, and whether
-    # the CPU leaves the idle loop).
-    phase, pending = {c: "idle" for c in cpus_with_idle if not initial_busy[c]}, {}
-
-    def settle(c, t_end, task_runs):
-        p = pending.pop(c, None)
-        if p is None:
-            return
-        kind, t0, ln, left = p
-        if task_runs and kind in ("task", "tick"):
-            return
-        if kind == "tick" and (task_runs or not left):
-            return  # the tick, or a replayed hrtimer: simulated
-        # Left the loop for a task: the busy_start that follows does it.
-        out.append((t0, c, max(0, t_end - t0), ln, OP_EXIT if left and not task_runs else OP_IRQ))
-
-    for i, e in enumerate(event):
-        c = cpu[i]
-        if e == "cpu_idle":
-            if state[i] != CPU_IDLE_EXIT:
-                settle(c, ts[i], False)
-                phase[c] = "idle"
-            elif phase.get(c) == "idle":  # exit with no event during the sleep
-                pending[c] = ("irq", ts[i], line[i], False)
-                phase[c] = "woken"
-            continue
-        if e == "sched_switch" and prev_pid[i] == 0 and next_pid[i] != 0:
-            settle(c, ts[i], True)
-            phase[c] = None
-            continue
-        if (e == "tmigr_cpu_active" or (e == "timer_base_idle" and is_idle[i] == 0)) and c in pending:
-            pending[c] = pending[c][:3] + (True,)
-            continue
-        if phase.get(c) != "idle":
-            continue
-        phase[c] = "woken"
-        kind = ("tick" if e == "hrtimer_expire_entry" and (str(function[i]) in TICK_FUNCTIONS
-                                                            or line[i] in hrtimer_expiries)
-                else "task" if e == "sched_wakeup" else "irq")
-        pending[c] = (kind, ts[i], line[i], False)
-    for c in list(pending):
-        settle(c, int(ts[-1]) if ts else 0, False)
-    return out
+    on = ev["cpu"].isin(cpus_with_idle).to_numpy()
+    last_ts = int(ev["ts_ns"].to_numpy()[on][-1]) if on.any() else 0
+    act, idle = idle_actions(ev)
+    # Of the other events, only the first after an idle entry or exit (or a CPU's first: it may be idle
+    # at the start) can end an idle period.
+    on = np.flatnonzero(on)
+    on = on[(act[on] != _OTHER) | previous_on_cpu(ev["cpu"].to_numpy()[on], idle[on], True)]
+    if not len(on):
+        return []
+    kind = np.where(clock_wakeups(ev, hrtimer_expiries)[on], _BY_TICK,
+                    np.where(event_in(ev, ("sched_wakeup",))[on], _BY_TASK, _BY_IRQ))
+    order = by_cpu(ev["cpu"].to_numpy()[on])
+    on, kind = on[order], kind[order]
+    act, cpu, ts = act[on], ev["cpu"].to_numpy()[on], ev["ts_ns"].to_numpy()[on]
+    # Per CPU: an idle period (after an entry, or at the start) ends at its first event but an entry or a
+    # task run — an interrupt of that event's kind (an exit with no event during the sleep: irq) — and
+    # the next entry or task run (or the end) settles it, the idle loop left in between or not.
+    first = np.r_[True, cpu[1:] != cpu[:-1]]
+    after = np.r_[False, act[:-1] == _ENTRY] & ~first
+    start = first & np.isin(cpu, [c for c in cpus_with_idle if not initial_busy[c]])
+    at = np.flatnonzero((after | start) & (act != _ENTRY) & (act != _RUN))
+    kind = np.where(act[at] == _EXIT, _BY_IRQ, kind[at])
+    settles = np.flatnonzero((act == _ENTRY) | (act == _RUN))
+    end = settles[np.minimum(np.searchsorted(settles, at, side="right"), len(settles) - 1)] if len(settles) else at
+    settled = (end > at) & (cpu[end] == cpu[at])
+    last_of_cpu = np.r_[np.flatnonzero(first)[1:] - 1, len(cpu) - 1][np.cumsum(first) - 1]
+    left_rows = np.cumsum(act == _LEFT)
+    left = left_rows[np.where(settled, end - 1, last_of_cpu[at])] > left_rows[at]
+    task_runs = settled & (act[end] == _RUN)
+    # A task run next: its busy_start does it. The tick, or a replayed hrtimer, is simulated — unless the
+    # CPU then left the loop without a task.
+    emit = np.where(task_runs, kind == _BY_IRQ, (kind != _BY_TICK) | left)
+    t_end = np.where(settled, ts[end], last_ts)
+    op = np.where(left & ~task_runs, OP_EXIT, OP_IRQ)
+    # In the order they are settled (the ones the end settles last, in the order they began).
+    pick = np.flatnonzero(emit)
+    pick = pick[np.argsort(np.where(settled, on[end], len(ev) + on[at])[pick], kind="stable")]
+    at = at[pick]
+    return list(zip(ts[at].tolist(), cpu[at].tolist(), np.maximum(0, t_end[pick] - ts[at]).tolist(),
+                    ev["line"].to_numpy()[on[at]].tolist(), op[pick].tolist()))
 
 
 def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns):
@@ -246,11 +293,12 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
     out = [0] * nr_cpus
     if not cpus_with_idle:  # no cpu_idle events (and maybe no state column at all)
         return out
-    sub = ev[ev["cpu"].isin(cpus_with_idle)]
-    idle = sub[sub["event"] == "cpu_idle"]
+    on = ev["cpu"].isin(cpus_with_idle).to_numpy()
+    idle = rows(ev, on & event_in(ev, ("cpu_idle",)), ("cpu", "ts_ns", "state"))
     entries = idle[idle["state"] != CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
     exits = idle[idle["state"] == CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
-    ticks = tick_events(sub)
+    ticks = rows(ev, on & event_in(ev, ("hrtimer_expire_entry",)) & function_in(ev, TICK_FUNCTIONS),
+                 ("cpu", "ts_ns", "now_ns"))
     first_tick = ticks.groupby("cpu")[["ts_ns", "now_ns"]].first()
     grid = (start_mono // tick_ns + 1) * tick_ns  # the first tick due after the start
     never = np.iinfo(np.int64).max
@@ -272,22 +320,15 @@ def entries_before_first_tick(ev) -> set:
     """Lines of the idle entries between a task switching out (or the CPU
     leaving the idle loop without one) and the CPU's next tick: where the
     engine's tick model (Config rcu_needs_cpu) keeps the tick itself."""
-    sub = ev[ev["event"].isin(("cpu_idle", "sched_switch", "hrtimer_expire_entry", "timer_base_idle"))]
-    event, cpu, line, state = column(sub, "event"), column(sub, "cpu"), column(sub, "line"), column(sub, "state")
-    next_pid, function, is_idle = column(sub, "next_pid"), column(sub, "function", ""), column(sub, "is_idle")
-    fresh, out = set(), set()
-    for i, e in enumerate(event):
-        c = cpu[i]
-        if e == "sched_switch" or e == "timer_base_idle":
-            # A switch to the idle task, or leaving the idle loop without one (is_idle=0).
-            if next_pid[i] == 0 or is_idle[i] == 0:
-                fresh.add(c)
-        elif e == "hrtimer_expire_entry":
-            if str(function[i]) in TICK_FUNCTIONS:
-                fresh.discard(c)
-        elif state[i] != CPU_IDLE_EXIT and c in fresh:
-            out.add(line[i])
-    return out
+    # A switch to the idle task, or leaving the idle loop without one (is_idle=0), makes the CPU fresh;
+    # its tick does not.
+    fresh = event_in(ev, ("sched_switch", "timer_base_idle")) & (
+        (values(ev, "next_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
+    ticked = event_in(ev, ("hrtimer_expire_entry",)) & function_in(ev, TICK_FUNCTIONS)
+    entry = event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) != CPU_IDLE_EXIT)
+    on = np.flatnonzero(fresh | ticked | entry)
+    state = latest_on_cpu(ev["cpu"].to_numpy()[on], np.where(fresh, 1, np.where(ticked, 0, -1))[on])
+    return set(ev["line"].to_numpy()[on[entry[on] & (state == 1)]].tolist())
 
 
 def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
@@ -301,26 +342,21 @@ def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
     simulation makes long before it, which the kernel's reason for that
     entry need not cover. A CPU's first entry's is set at ``t_start`` (the
     idle period in progress then has the script's initial_tick)."""
-    out = []
-    sub = ev[ev["cpu"].isin(cpus_with_idle) & ev["event"].isin(("cpu_idle", "tick_stop", "sched_switch"))]
-    event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
-    state, prev_pid = column(sub, "state"), column(sub, "prev_pid")
-    stopped, last_entry = {}, {}
     # The tick stops just before the cpu_idle of its entry and stays stopped
-    # until the CPU leaves the idle loop.
-    for i, e in enumerate(event):
-        c = cpu[i]
-        if e == "tick_stop":
-            stopped[c] = True
-        elif e == "sched_switch" and prev_pid[i] == 0:
-            stopped[c] = False  # tick_nohz_idle_exit restarts the tick
-        elif e == "cpu_idle" and state[i] != CPU_IDLE_EXIT:
-            prev = last_entry.get(c)
-            t_set = max(prev[0] + 1, ts[i] - 2 * tick_ns) if prev is not None else t_start
-            out.append((t_set, c, 2 if stopped.get(c, False) else 1, prev[1] if prev is not None else line[i],
-                        line[i]))
-            last_entry[c] = (ts[i], line[i])
-    return out
+    # until the CPU leaves the idle loop (tick_nohz_idle_exit restarts it).
+    stop = event_in(ev, ("tick_stop",))
+    restart = event_in(ev, ("sched_switch",)) & (values(ev, "prev_pid", -1) == 0)
+    entry = event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) != CPU_IDLE_EXIT)
+    on = np.flatnonzero(ev["cpu"].isin(cpus_with_idle).to_numpy() & (stop | restart | entry))
+    cpu = ev["cpu"].to_numpy()[on]
+    stopped = latest_on_cpu(cpu, np.where(stop, 1, np.where(restart, 0, -1))[on]) == 1
+    at = entry[on]
+    on, cpu, stopped = on[at], cpu[at], stopped[at]
+    ts, line = ev["ts_ns"].to_numpy()[on], ev["line"].to_numpy()[on]
+    prev = previous_row_on_cpu(cpu)  # the CPU's previous entry
+    t_set, line = np.maximum(ts[prev] + 1, ts - 2 * tick_ns).tolist(), line.tolist()
+    return [(t_start if p < 0 else t, c, 2 if st else 1, line[p] if p >= 0 else ln, ln)
+            for t, p, c, st, ln in zip(t_set, prev.tolist(), cpu.tolist(), stopped.tolist(), line)]
 
 
 def hidden_tick_policies(ev, cpus):
@@ -360,28 +396,27 @@ def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
     ran (default_idle_call); where it is logged first, the next idle entry.
     ``hrtimer_expiries``: lines of replayed hrtimers' expiries, which count
     as clock wakeups too."""
-    out = {}
-    sub = ev[ev["cpu"].isin(cpus_with_idle)]
-    event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
-    state, function, is_idle = column(sub, "state"), column(sub, "function", ""), column(sub, "is_idle")
-    prev_pid, next_pid = column(sub, "prev_pid"), column(sub, "next_pid")
-    # CPU -> "idle" (nothing seen since the entry but perhaps its exit); CPU -> [line, end or None]
-    phase, cand = {}, {}
-    for i, e in enumerate(event):
-        c = cpu[i]
-        if e == "cpu_idle":
-            if state[i] != CPU_IDLE_EXIT:
-                p = cand.pop(c, None)
-                if p is not None:
-                    out[p[0]] = ts[i] if p[1] is None else p[1]
-                phase[c] = "idle"
-            elif c in cand and cand[c][1] is None:
-                cand[c][1] = ts[i]
-            continue
-        first = phase.pop(c, None) == "idle"
-        if first and e == "hrtimer_expire_entry" and (str(function[i]) in TICK_FUNCTIONS or line[i] in hrtimer_expiries):
-            cand[c] = [line[i], None]
-        elif (e == "sched_switch" and prev_pid[i] == 0 and next_pid[i] != 0) or \
-                e == "tmigr_cpu_active" or (e == "timer_base_idle" and is_idle[i] == 0):
-            cand.pop(c, None)
-    return out
+    act, idle = idle_actions(ev)
+    on = np.flatnonzero(ev["cpu"].isin(cpus_with_idle).to_numpy())
+    cpu, act = ev["cpu"].to_numpy()[on], act[on]
+    # The first event after an idle entry (cpu_idle exits aside): a clock wakeup there is a candidate,
+    # which a task run or the loop left drops, and the next entry settles.
+    since = latest_on_cpu(cpu, np.where(act == _ENTRY, 1, np.where(idle[on], -1, 0)))
+    prev = previous_row_on_cpu(cpu)
+    first = (prev >= 0) & (since[prev] == 1) & ~idle[on]
+    act = np.where(first & clock_wakeups(ev, hrtimer_expiries)[on], _CLOCK, act)
+    keep = act != _OTHER
+    on, act, cpu = on[keep], act[keep], cpu[keep]
+    # Per CPU, the event after a clock wakeup's exits (the next entry, or what drops it) settles it: it
+    # ends at its first exit, else at that entry. Items in the order of their entries.
+    order = by_cpu(cpu)
+    act, cpu, on = act[order], cpu[order], on[order]
+    settles = np.flatnonzero(act != _EXIT)
+    at = np.flatnonzero(act == _CLOCK)
+    nxt = settles[np.minimum(np.searchsorted(settles, at, side="right"), len(settles) - 1)] if len(at) else at
+    ok = (nxt > at) & (cpu[nxt] == cpu[at]) & (act[nxt] == _ENTRY)
+    at, nxt = at[ok], nxt[ok]
+    ends = np.where(at + 1 < nxt, at + 1, nxt)  # rows between are exits
+    by_entry = np.argsort(on[nxt], kind="stable")
+    ts, line = ev["ts_ns"].to_numpy(), ev["line"].to_numpy()
+    return dict(zip(line[on[at[by_entry]]].tolist(), ts[on[ends[by_entry]]].tolist()))

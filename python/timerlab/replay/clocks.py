@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, is_tick
+from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, is_tick
 
 MAX_STALLED_JIFFIES = 5  # tick_sched_do_timer (kernel/time/tick-sched.c); the engine's kMaxStalledJiffies
 
@@ -32,14 +32,39 @@ def tick_jiffies_offset(event, function, now_ns, now_jiffies, tick_ns):
     """jiffies - monotonic_ns // TICK_NSEC, read off pairs of a tick (whose
     now= is monotonic ns) and the next timer_expire_entry (now= in jiffies);
     the most common value wins. None when the trace lacks either event."""
+    ticks = {f for f in set(function) if is_tick("hrtimer_expire_entry", f)}  # each name tested once
     last_tick, votes = None, {}
-    for i, e in enumerate(event):
-        if is_tick(e, function[i]):
-            last_tick = now_ns[i] // tick_ns
+    for e, f, now, jiffies in zip(event, function, now_ns, now_jiffies):
+        if e == "hrtimer_expire_entry":
+            if f in ticks:
+                last_tick = now // tick_ns
         elif e == "timer_expire_entry" and last_tick is not None:
-            off = now_jiffies[i] - last_tick
+            off = jiffies - last_tick
             votes[off] = votes.get(off, 0) + 1
     return max(votes, key=votes.get) if votes else None
+
+
+# jiffies_fit: what an event does (an interrupt, a tick stop or restart, a wakeup, jiffies recorded).
+_NONE, _IRQ, _STOP, _RESTART, _WAKE, _OBSERVED = range(6)
+
+
+def _known(ev, name) -> np.ndarray:
+    """Per row, whether it has a value of column ``name``."""
+    return ev[name].notna().to_numpy() if name in ev else np.zeros(len(ev), dtype=bool)
+
+
+def _u64(ev, name) -> np.ndarray:
+    """A column of integers as uint64 (negative ones modulo 2**64), missing values as 0."""
+    if name not in ev:
+        return np.zeros(len(ev), dtype=np.uint64)
+    return ev[name].to_numpy(np.int64 if ev[name].dtype.kind == "i" else np.uint64, na_value=0).astype(np.uint64)
+
+
+def _plus(a: np.ndarray, n: int) -> list:
+    """``a + n`` (integers) as Python ints, exactly (n may not fit in an int64)."""
+    if len(a) and -(1 << 62) < n < 1 << 62 and -(1 << 62) < a.min() and a.max() < 1 << 62:
+        return (a.astype(np.int64) + n).tolist()
+    return [x + n for x in a.tolist()]
 
 
 def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_check=True):
@@ -52,31 +77,50 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     holding the duty when the trace begins (None: nobody); ``handovers``, a
     list, receives (ts, line, cpu, new holder or None) at each change;
     ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+)."""
-    sel = ev[ev["event"].isin(("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start", "timer_expire_entry",
-                               "sched_switch", "timer_base_idle"))]
-    event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
-    function, now_ns, state = column(sel, "function", ""), column(sel, "now_ns"), column(sel, "state")
-    expires, timeout = column(sel, "expires_jiffies"), column(sel, "timeout_jiffies")
-    now_j = column(sel, "now_jiffies")
-    prev_pid, line, success = column(sel, "prev_pid"), column(sel, "line"), column(sel, "success")
-    is_idle = column(sel, "is_idle")
-    jif, stopped = None, set()
+    # What each event does to jiffies or the duty (_NONE: nothing; the first event's time starts jiffies).
+    irq = event_in(ev, ("hrtimer_expire_entry",)) & _known(ev, "now_ns")
+    # A failed stop (nohz_full dependency) keeps the tick and the duty.
+    stop = event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)
+    # The tick restarts when the CPU leaves the idle loop: to a task, or (6.8+) without one, which shows
+    # as timer_clear_idle's is_idle=0.
+    restart = event_in(ev, ("sched_switch", "timer_base_idle")) & (
+        (values(ev, "prev_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
+    wake = event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) == CPU_IDLE_EXIT)
+    arm = event_in(ev, ("timer_start",)) & _known(ev, "expires_jiffies") & _known(ev, "timeout_jiffies")
+    expiry = event_in(ev, ("timer_expire_entry",)) & _known(ev, "now_jiffies")
+    act = np.select([irq, stop, restart, wake, arm | expiry], [_IRQ, _STOP, _RESTART, _WAKE, _OBSERVED], _NONE)
+    first = np.flatnonzero(event_in(ev, ("hrtimer_expire_entry", "tick_stop", "cpu_idle", "timer_start",
+                                         "timer_expire_entry", "sched_switch", "timer_base_idle")))[:1]
+    # Whether the CPU's tick is stopped is its own state: an interrupt or a wakeup on a CPU whose tick
+    # runs changes jiffies only if it is the tick (the duty, the stall check).
+    on = np.flatnonzero(act != _NONE)
+    cpu = ev["cpu"].to_numpy()[on]
+    stopped = latest_on_cpu(cpu, np.where(act == _STOP, 1, np.where(act == _RESTART, 0, -1))[on]) == 1
+    tick = function_in(ev, TICK_FUNCTIONS)[on] & (act[on] == _IRQ)
+    keep = ((act[on] == _IRQ) & (stopped | tick)) | (act[on] == _STOP) | ((act[on] == _WAKE) & stopped) | (
+        act[on] == _OBSERVED)
+    on, cpu, stopped, tick = on[keep], cpu[keep], stopped[keep].tolist(), tick[keep].tolist()
+    ts = ev["ts_ns"].to_numpy()
+    grid = _plus((ts[on] - offset) // tick_ns, j0)
+    now_j = _plus(_u64(ev, "now_ns")[on] // np.uint64(tick_ns), j0)
+    # The jiffies the kernel recorded: at timer_start expires - timeout (mod 2**64), at an expiry now.
+    obs = np.where(arm[on], _u64(ev, "expires_jiffies")[on] - _u64(ev, "timeout_jiffies")[on],
+                   _u64(ev, "now_jiffies")[on]).tolist()
+    jif = _plus((ts[first] - offset) // tick_ns, j0)[0] if len(first) else None
     last_seen, stalls = {}, {}
     ok_grid = ok_kernel = total = 0
-    for i, e in enumerate(event):
-        c = cpu[i]
-        grid = (ts[i] - offset) // tick_ns + j0
-        jif = grid if jif is None else jif
-        if e == "hrtimer_expire_entry":
-            if c in stopped and now_ns[i] is not None:
-                jif = max(jif, now_ns[i] // tick_ns + j0)  # tick_nohz_irq_enter: jiffies brought up to date
-            if str(function[i]) in TICK_FUNCTIONS and now_ns[i] is not None:
+    for a, c, st, g, nj, tk, o, t, ln in zip(act[on].tolist(), cpu.tolist(), stopped, grid, now_j, tick, obs,
+                                              ts[on].tolist(), ev["line"].to_numpy()[on].tolist()):
+        if a == _IRQ:
+            if st:
+                jif = max(jif, nj)  # tick_nohz_irq_enter: jiffies brought up to date
+            if tk:
                 if holder is None:
                     holder = c
                     if handovers is not None:
-                        handovers.append((ts[i], line[i], c, c))
+                        handovers.append((t, ln, c, c))
                 if holder == c:
-                    jif = max(jif, now_ns[i] // tick_ns + j0)
+                    jif = max(jif, nj)
                 # tick_sched_do_timer's stall check: own ticks seeing jiffies unchanged
                 if not stall_check:
                     pass
@@ -85,37 +129,20 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
                 else:
                     stalls[c] += 1
                     if stalls[c] == MAX_STALLED_JIFFIES:
-                        jif = max(jif, now_ns[i] // tick_ns + j0)
+                        jif = max(jif, nj)
                         last_seen[c], stalls[c] = jif, 0
-        elif e == "tick_stop":
-            if success[i] == 0:  # a failed stop (nohz_full dependency) keeps the tick and the duty
-                continue
-            stopped.add(c)
+        elif a == _STOP:
             if holder == c:
                 holder = None
                 if handovers is not None:
-                    handovers.append((ts[i], line[i], c, None))
-        elif e == "sched_switch" or e == "timer_base_idle":
-            # The tick restarts when the CPU leaves the idle loop: to a task,
-            # or (6.8+) without one, which shows as timer_clear_idle's is_idle=0.
-            if prev_pid[i] == 0 or is_idle[i] == 0:
-                stopped.discard(c)
-        elif e == "cpu_idle":
-            if state[i] == CPU_IDLE_EXIT and c in stopped:
-                jif = max(jif, grid)
-        elif e == "timer_start" or e == "timer_expire_entry":
-            if e == "timer_start":
-                if expires[i] is None or timeout[i] is None:
-                    continue
-                obs = (expires[i] - timeout[i]) % (1 << 64)
-            elif now_j[i] is None:
-                continue
-            else:
-                obs = now_j[i]
+                    handovers.append((t, ln, c, None))
+        elif a == _WAKE:
+            jif = max(jif, g)
+        else:
             total += 1
-            ok_grid += obs == grid
-            ok_kernel += obs == jif
-            jif = max(jif, obs)
+            ok_grid += o == g
+            ok_kernel += o == jif
+            jif = max(jif, o)
     return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
 
 
@@ -124,12 +151,82 @@ def tick_events(ev):
 
 
 def is_tick_function(function: pd.Series) -> pd.Series:
-    """``function.astype(str).isin(TICK_FUNCTIONS)``, of a categorical from
-    its categories (astype(str) spelled out every row of the trace)."""
-    if not isinstance(function.dtype, pd.CategoricalDtype):
-        return function.astype(str).isin(TICK_FUNCTIONS)
-    hit = np.append(np.asarray(function.cat.categories.astype(str).isin(TICK_FUNCTIONS), dtype=bool), False)
-    return pd.Series(hit[function.cat.codes.to_numpy()], index=function.index)  # code -1 (missing): the False
+    """``function.astype(str).isin(TICK_FUNCTIONS)``."""
+    return pd.Series(text_in(function, TICK_FUNCTIONS), index=function.index)
+
+
+def text_in(s: pd.Series, names) -> np.ndarray:
+    """``s.astype(str).isin(names)`` as an array, of a categorical from its
+    categories (astype(str) spelled out every row of the trace)."""
+    if not isinstance(s.dtype, pd.CategoricalDtype):
+        return s.astype(str).isin(names).to_numpy()
+    hit = np.append(np.asarray(s.cat.categories.astype(str).isin(names), dtype=bool), False)
+    return hit[s.cat.codes.to_numpy()]  # code -1 (missing): the False
+
+
+def function_in(ev, names) -> np.ndarray:
+    """Per row, whether ``str(function)`` is one of ``names`` (False where the trace has no function column)."""
+    return text_in(ev["function"], names) if "function" in ev else np.zeros(len(ev), dtype=bool)
+
+
+def event_in(ev, names) -> np.ndarray:
+    """Per row, whether its event is one of ``names`` (an ``isin`` compares every row's text)."""
+    return text_in(ev["event"], names)
+
+
+def rows(ev, where, names) -> pd.DataFrame:
+    """The rows ``where`` (a mask, or positions), with only the columns
+    ``names`` (those ``ev`` has; column() fills the others): a selection of
+    the whole frame copies some forty columns to read a few."""
+    where = np.flatnonzero(where) if where.dtype == bool else where
+    return ev.iloc[where, ev.columns.get_indexer([n for n in names if n in ev])]
+
+
+def values(ev, name, na) -> np.ndarray:
+    """A column of integers as an int64 array, missing values (or a missing column) as ``na``."""
+    if name not in ev:
+        return np.full(len(ev), na, dtype=np.int64)
+    return ev[name].to_numpy(dtype=np.int64, na_value=na)
+
+
+def by_cpu(cpu: np.ndarray) -> np.ndarray:
+    """The rows grouped by CPU, in time order within each (a stable sort: radix on 16 bits)."""
+    small = len(cpu) and 0 <= cpu.min() and cpu.max() < 1 << 15
+    return np.argsort(cpu.astype(np.int16) if small else cpu, kind="stable")
+
+
+def previous_row_on_cpu(cpu: np.ndarray) -> np.ndarray:
+    """Per row (in time order), the position of the previous row of the same CPU, -1 for a CPU's first."""
+    order = by_cpu(cpu)
+    c = cpu[order]
+    prev = np.full(len(c), -1, dtype=np.int64)
+    prev[1:] = np.where(c[1:] == c[:-1], order[:-1], -1)
+    out = np.empty_like(prev)
+    out[order] = prev
+    return out
+
+
+def previous_on_cpu(cpu: np.ndarray, flag: np.ndarray, first: bool) -> np.ndarray:
+    """Per row, ``flag`` of the previous row of the same CPU (``first`` for
+    a CPU's first row). The replay's state machines keep per-CPU state:
+    rows that cannot change it, given the row before them on their CPU, are
+    left out of their loops."""
+    prev = previous_row_on_cpu(cpu)
+    return np.where(prev >= 0, flag[prev], first)
+
+
+def latest_on_cpu(cpu: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Per row (in time order), the last ``value`` >= 0 of its CPU at or
+    before it, -1 where none: a per-CPU state that some events set and the
+    others keep."""
+    order = by_cpu(cpu)
+    c, v = cpu[order], value[order]
+    n = np.arange(len(c))
+    start = np.maximum.accumulate(np.where(np.r_[True, c[1:] != c[:-1]], n, 0)) if len(c) else n
+    last = np.maximum.accumulate(np.where(v >= 0, n, -1)) if len(c) else n
+    out = np.empty_like(v)
+    out[order] = np.where(last >= start, v[last], -1)
+    return out
 
 
 def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_check=True):
@@ -168,42 +265,59 @@ def tick_wakeups(ev, tick_ns, offset=None):
     tick's work — its timer softirq takes the duty's event, and the
     jiffies-update duty's holder advances jiffies there, which other CPUs'
     tick decisions read (tick_nohz_next_event's basej)."""
-    sel = ev[(ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))
-              & is_tick_function(ev["function"]))
-             | ev["event"].isin(("tick_stop", "cpu_idle", "sched_switch", "timer_base_idle"))]
-    event, cpu, line = column(sel, "event"), column(sel, "cpu"), column(sel, "line")
-    hrtimer, expires, now = column(sel, "hrtimer"), column(sel, "expires_ns"), column(sel, "now_ns")
-    ts = column(sel, "ts_ns")
-    success, state, prev_pid, is_idle = column(sel, "success"), column(sel, "state"), column(sel, "prev_pid"), \
-        column(sel, "is_idle")
-    programmed, out = {}, []
-    stopped, idle = set(), set()  # CPUs whose tick is stopped; CPUs in an idle state, nothing seen since
-    for i, e in enumerate(event):
-        c = cpu[i]
-        if e == "tick_stop":
-            if success[i] != 0:
-                stopped.add(c)
-            continue
-        if e == "cpu_idle":
-            if state[i] == CPU_IDLE_EXIT:
-                idle.discard(c)
-            else:
-                idle.add(c)
-            continue
-        if e == "sched_switch" or e == "timer_base_idle":
-            # The idle loop is left: to a task, or (6.8+) without one (timer_clear_idle's is_idle=0).
-            if prev_pid[i] == 0 or is_idle[i] == 0:
-                stopped.discard(c)
-            continue
-        from_idle = c in idle
-        idle.discard(c)
-        if e == "hrtimer_start":
-            programmed[(c, hrtimer[i])] = (expires[i], c in stopped)
-        elif now[i] is not None:
-            g, was_stopped = programmed.pop((c, hrtimer[i]), (None, False))
-            if g is None or g > now[i] or (not was_stopped and g % tick_ns):
-                g, was_stopped = now[i] // tick_ns * tick_ns, False
-            ran = max(now[i], ts[i] - offset) if offset is not None else now[i]
-            out.append((g, ran - g, c, line[i], was_stopped, from_idle))
+    tick = event_in(ev, ("hrtimer_start", "hrtimer_expire_entry")) & function_in(ev, TICK_FUNCTIONS)
+    stop = event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)  # a failed stop keeps the tick
+    # The idle loop is left: to a task, or (6.8+) without one (timer_clear_idle's is_idle=0).
+    left = event_in(ev, ("sched_switch", "timer_base_idle")) & (
+        (values(ev, "prev_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
+    idle = event_in(ev, ("cpu_idle",))
+    entry = idle & (values(ev, "state", -1) != CPU_IDLE_EXIT)
+    on = np.flatnonzero(tick | stop | left | idle)
+    cpu = ev["cpu"].to_numpy()[on]
+    stopped = latest_on_cpu(cpu, np.where(stop, 1, np.where(left, 0, -1))[on]) == 1
+    # In an idle state, nothing seen since: a tick's event is what ended it.
+    since = latest_on_cpu(cpu, np.where(entry, 1, np.where(idle | tick, 0, -1))[on])
+    prev = previous_row_on_cpu(cpu)
+    from_idle = (prev >= 0) & (since[prev] == 1)
+    at = tick[on]
+    on, cpu, stopped, from_idle = on[at], cpu[at], stopped[at], from_idle[at]
+    sel = rows(ev, on, ("event", "hrtimer", "expires_ns", "now_ns", "ts_ns", "line"))
+    arm = event_in(sel, ("hrtimer_start",))
+    expiry = ~arm & (sel["now_ns"].notna().to_numpy() if "now_ns" in sel else False)  # one without now= is none
+    start = programmed_by(cpu, sel["hrtimer"] if "hrtimer" in sel else pd.Series(np.nan, index=sel.index),
+                          arm, expiry)
+    expiry = np.flatnonzero(expiry)
+    if not len(expiry):
+        return []
+    # In uint64, as the columns are: exact, and the lateness is never negative (g <= now <= ran).
+    s = start[expiry]
+    armed = (s >= 0) & (sel["expires_ns"].notna().to_numpy()[s] if "expires_ns" in sel else False)
+    g = sel["expires_ns"].to_numpy(np.uint64, na_value=0)[s] if "expires_ns" in sel else np.zeros(len(s), np.uint64)
+    was_stopped = armed & stopped[s]
+    now = sel["now_ns"].to_numpy(np.uint64, na_value=0)[expiry]
+    tick = np.uint64(tick_ns)
+    # A running tick's programmed time is a grid point; else (or none, or later than now) the one before now.
+    programmed = armed & (g <= now) & (was_stopped | (g % tick == 0))
+    g, was_stopped = np.where(programmed, g, now // tick * tick), was_stopped & programmed
+    ran = now
+    if offset is not None:
+        handler = sel["ts_ns"].to_numpy()[expiry] - offset
+        later = (handler >= 0) & (handler.astype(np.uint64) > now)
+        ran = np.where(later, handler.astype(np.uint64), now)
+    return list(zip(g.tolist(), (ran - g).tolist(), cpu[expiry].tolist(), sel["line"].to_numpy()[expiry].tolist(),
+                    was_stopped.tolist(), from_idle[expiry].tolist()))
+
+
+def programmed_by(cpu: np.ndarray, timer: pd.Series, arm: np.ndarray, expiry: np.ndarray) -> np.ndarray:
+    """Per row, the position of the ``arm`` an ``expiry`` consumes: the
+    latest earlier arm or expiry of the same timer on the same CPU, if an
+    arm (-1 where none)."""
+    use = np.flatnonzero(arm | expiry)
+    codes = pd.factorize(timer.iloc[use])[0]  # missing: -1, a key of its own
+    c = cpu[use]
+    order = np.lexsort((codes, c))  # stable: time order within each (CPU, timer)
+    same = (c[order][1:] == c[order][:-1]) & (codes[order][1:] == codes[order][:-1])
+    out = np.full(len(cpu), -1, dtype=np.int64)
+    out[use[order[1:]]] = np.where(same & arm[use[order[:-1]]], use[order[:-1]], -1)
     return out
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import column, expiry_detaches
+from .clocks import event_in, rows
 from ..wheel import calc_wheel_index, parse_timer_flags
 
 PHANTOM_FUNCTION = "(armed before the trace)"
@@ -38,20 +39,25 @@ def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
     of each global timer the hierarchy reports and the trace never armed;
     ``offset`` is the trace clock's offset from CLOCK_MONOTONIC, ``j0``
     jiffies at monotonic 0."""
-    sel = ev[ev["event"].isin(("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit",
-                               "tmigr_cpu_idle", "tmigr_cpu_new_timer_idle"))]
-    if not (sel["event"].isin(("tmigr_cpu_idle", "tmigr_cpu_new_timer_idle"))).any():
+    reports = event_in(ev, ("tmigr_cpu_idle", "tmigr_cpu_new_timer_idle"))
+    if not reports.any():
         return []
+    # A report without nextevt changes nothing.
+    reports &= ev["nextevt_ns"].notna().to_numpy() if "nextevt_ns" in ev else False
+    sel = rows(ev, reports | event_in(ev, ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit")),
+               ("event", "cpu", "ts_ns", "line", "timer", "flags", "base_cpu", "bucket_expiry_jiffies", "nextevt_ns"))
     event, cpu, ts, line = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns"), column(sel, "line")
     timer, flags, base_cpu = column(sel, "timer"), column(sel, "flags", ""), column(sel, "base_cpu")
     bucket, nextevt = column(sel, "bucket_expiry_jiffies"), column(sel, "nextevt_ns")
     detaches = expiry_detaches(event, cpu, timer)
+    local = {f: bool(parse_timer_flags(f or "") & _PINNED_OR_DEFERRABLE)  # by flags text
+             for f in {f for f, e in zip(flags, event) if e == "timer_start"}}
     pending = _Pending()  # known global timers: timer -> (base CPU, bucket ns)
     out, open_ = [], {}  # phantoms; CPU -> its phantom still pending
     for i, e in enumerate(event):
         if e == "timer_start":
             pending.pop(timer[i])
-            if not parse_timer_flags(flags[i] or "") & _PINNED_OR_DEFERRABLE and bucket[i] is not None:
+            if not local[flags[i]] and bucket[i] is not None:
                 pending.put(timer[i], base_cpu[i], (int(bucket[i]) - j0) * tick_ns)
         elif e == "timer_cancel":
             if i not in detaches:
