@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import TICK_FUNCTIONS, column
+from ..trace.events import TICK_FUNCTIONS, column, select_events
 
 
 def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
@@ -33,7 +33,8 @@ def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
     programmed), until_ns (the next programming of that CPU's tick, or its
     leaving the idle loop), programmed_ns. Times are ``ts_ns - offset_ns``
     (CLOCK_MONOTONIC for a trace with its clock offset)."""
-    sel = ev[ev["event"].isin(("hrtimer_start", "tick_stop", "sched_switch", "timer_base_idle", "cpu_idle"))]
+    sel = select_events(ev, ("hrtimer_start", "tick_stop", "sched_switch", "timer_base_idle", "cpu_idle"),
+                        ("cpu", "ts_ns", "function", "expires_ns", "success", "prev_pid", "is_idle"))
     event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
     function, expires = column(sel, "function", None), column(sel, "expires_ns")
     success, prev_pid, is_idle = column(sel, "success"), column(sel, "prev_pid"), column(sel, "is_idle")

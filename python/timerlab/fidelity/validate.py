@@ -13,7 +13,7 @@ from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_e
 from ..replay.arms import PLACE_NAMES
 from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
-from ..trace.events import CPU_IDLE_EXIT, column
+from ..trace.events import CPU_IDLE_EXIT, column, select_events
 from ..trace.features import record_hint
 from .hrtimers import hrtimer_item, wakeups_item
 from .races import race_columns
@@ -34,7 +34,8 @@ def _expiring_cpu(trace, script: Script, res) -> tuple:
     scripted arm enqueues once), whatever its expiry became there (a task's
     run moved by its wakeup keeps its timeouts, not their jiffies)."""
     ev = trace.events
-    tev = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
+    tev = select_events(ev, ("timer_start", "timer_expire_entry"), ("cpu", "timer", "expires_jiffies", "flags",
+                                                                    "function", "base_cpu", "line", "ts_ns"))
     event, cpu, timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
     expires, flags, function = column(tev, "expires_jiffies"), column(tev, "flags", ""), column(tev, "function", "")
     base_cpu, line, ts = column(tev, "base_cpu"), column(tev, "line"), column(tev, "ts_ns")
@@ -282,7 +283,7 @@ def _deferrable(trace, script: Script, res) -> FidelityItem:
     ran and how many the simulation did (a deferrable timer runs only when
     its CPU is awake for something else: the idle model decides)."""
     ev = trace.events
-    sel = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
+    sel = select_events(ev, ("timer_start", "timer_expire_entry"), ("timer", "flags"))
     deferrable, n_trace = {}, 0
     for e, t, f in zip(column(sel, "event"), column(sel, "timer"), column(sel, "flags", "")):
         if e == "timer_start":

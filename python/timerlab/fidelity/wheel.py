@@ -40,7 +40,7 @@ from tqdm import tqdm
 
 from .._checks import check_hz
 from ..replay.clocks import tick_jiffies_offset
-from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches, is_tick
+from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches, is_tick, select_events
 from ..wheel import TimerWheel, calc_wheel_index
 
 __all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]
@@ -48,6 +48,9 @@ __all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]
 _U64 = 1 << 64
 _EVENTS = ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit", "cpu_idle",
            "softirq_entry", "hrtimer_expire_entry")
+# What the replay and its two tables read of those events.
+_COLUMNS = ("ts_ns", "line", "cpu", "timer", "function", "flags", "base_cpu", "expires_jiffies", "timeout_jiffies",
+            "idx", "bucket_expiry_jiffies", "now_jiffies", "baseclk_jiffies", "now_ns", "state", "action")
 
 
 def base_of_flags(flags) -> str:
@@ -191,7 +194,7 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     """
     hz = check_hz(hz)
     ev = trace.events
-    ev = ev[ev["event"].isin(_EVENTS)]
+    ev = select_events(ev, _EVENTS, _COLUMNS)
     event = column(ev, "event")
     cpu = column(ev, "cpu")
     timer = column(ev, "timer")

@@ -38,7 +38,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..trace.events import TICK_FUNCTIONS, column
+from ..trace.events import TICK_FUNCTIONS, column, select_events
 from ..trace.hrtimers import hrtimer_detaches
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
@@ -59,7 +59,7 @@ def mode_bits(mode) -> int:
 
 def tick_pointers(ev) -> set:
     """Pointers of the tick's hrtimer (one per CPU), by the callback their starts and expiries name."""
-    sel = ev[ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))]
+    sel = select_events(ev, ("hrtimer_start", "hrtimer_expire_entry"), ("function", "hrtimer"))
     if not len(sel) or "function" not in sel:
         return set()
     tick = sel["function"].astype(str).isin(TICK_FUNCTIONS).to_numpy()
@@ -77,7 +77,8 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
     from .ops import OP_HR_ARM, OP_HR_CANCEL
 
     ticks = tick_pointers(run)
-    sel = run[run["event"].isin(HRTIMER_EVENTS + _CALLBACK_ENDS)]
+    sel = select_events(run, HRTIMER_EVENTS + _CALLBACK_ENDS, ("cpu", "ts_ns", "line", "hrtimer", "function", "mode",
+                                                              "expires_ns", "softexpires_ns", "now_ns"))
     event, cpu, ts, line = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns"), column(sel, "line")
     ptr = [0 if p is None else int(p) for p in column(sel, "hrtimer")]
     function, mode = column(sel, "function", ""), column(sel, "mode")
