@@ -77,6 +77,25 @@ def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
     return ev.iloc[event_rows(ev, names), ev.columns.get_indexer(cols)]
 
 
+def str_isin(s: pd.Series, names) -> np.ndarray:
+    """``s.astype(str).isin(names)`` as a NumPy mask, for a Categorical read
+    off its categories (a string per row cost more than the rest)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        hit = np.append(s.cat.categories.astype(str).isin(names), "nan" in names)  # code -1 (NaN) is "nan"
+        return hit[s.cat.codes.to_numpy()]
+    return s.astype(str).isin(names).to_numpy()
+
+
+def previous_on_cpu(cpu) -> np.ndarray:
+    """Per row, the position of the row before it with the same CPU (-1: none)."""
+    cpu = np.asarray(cpu)
+    order = np.argsort(cpu, kind="stable")
+    prev = np.full(len(cpu), -1, dtype=np.int64)
+    same = cpu[order[1:]] == cpu[order[:-1]]
+    prev[order[1:][same]] = order[:-1][same]
+    return prev
+
+
 def need_resched(ev: pd.DataFrame) -> list:
     """Per row, whether the latency flags (``dNh1.``) show need-resched set —
     their second character is not ``.`` (``N``, or one half of it, ``n`` /

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .events import TICK_FUNCTIONS, column, select_events
+from .events import TICK_FUNCTIONS, column, previous_on_cpu, select_events
 
 __all__ = ["hrtimer_table", "hrtimer_detaches"]
 
@@ -26,14 +26,12 @@ def hrtimer_detaches(event, cpu, ptr) -> set:
     """Positions of hrtimer_cancel lines that are no removal: before the 2026
     change the kernel logged a cancel ahead of every restart and expiry — the
     next hrtimer event on that CPU is then the same timer's start or expiry."""
-    out, last = set(), {}
-    for i, e in enumerate(event):
-        j = last.pop(cpu[i], None)
-        if j is not None and ptr[i] == ptr[j] and e in ("hrtimer_start", "hrtimer_expire_entry"):
-            out.add(j)
-        if e == "hrtimer_cancel":
-            last[cpu[i]] = i
-    return out
+    event = np.asarray(event, dtype=object)
+    ptr = np.asarray(ptr, dtype=np.uint64)
+    prev = previous_on_cpu(cpu)
+    i = np.flatnonzero(((event == "hrtimer_start") | (event == "hrtimer_expire_entry")) & (prev >= 0))
+    j = prev[i]
+    return set(j[(event[j] == "hrtimer_cancel") & (ptr[j] == ptr[i])].tolist())
 
 
 def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
