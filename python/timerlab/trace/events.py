@@ -78,12 +78,19 @@ def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
 
 
 def str_isin(s: pd.Series, names) -> np.ndarray:
-    """``s.astype(str).isin(names)`` as a NumPy mask, for a Categorical read
-    off its categories (a string per row cost more than the rest)."""
+    """``s.astype(str).isin(names)`` as a NumPy mask (NaN is "nan")."""
+    names = set(names)
+    return str_test(s, lambda v: v in names)
+
+
+def str_test(s: pd.Series, pred) -> np.ndarray:
+    """``pred(str(value))`` of each row as a NumPy mask (NaN is "nan", as
+    astype(str) spells it), for a Categorical once per category: a string
+    per row cost more than the rest."""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        hit = np.append(s.cat.categories.astype(str).isin(names), "nan" in names)  # code -1 (NaN) is "nan"
-        return hit[s.cat.codes.to_numpy()]
-    return s.astype(str).isin(names).to_numpy()
+        hit = np.array([bool(pred(c)) for c in s.cat.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
+        return hit[s.cat.codes.to_numpy()]  # code -1 (NaN) takes the last
+    return np.array([bool(pred(v)) for v in s.astype(str)], dtype=bool)
 
 
 def previous_on_cpu(cpu) -> np.ndarray:
@@ -112,18 +119,15 @@ def need_resched(ev: pd.DataFrame) -> list:
 def expiry_detaches(event, cpu, timer) -> set:
     """Positions of timer_cancel lines that are the detach of an expiring timer
     (the kernel logs an expiry as timer_cancel then timer_expire_entry of the
-    same timer on the same CPU; a plain delete has no expire_entry after it)."""
-    out, last_cancel = set(), {}
-    for i, e in enumerate(event):
-        if e == "timer_cancel":
-            last_cancel[cpu[i]] = i
-        elif e == "timer_expire_entry":
-            j = last_cancel.pop(cpu[i], None)
-            if j is not None and timer[j] == timer[i]:
-                out.add(j)
-        elif e in ("timer_start", "timer_expire_exit"):
-            last_cancel.pop(cpu[i], None)
-    return out
+    same timer on the same CPU; a plain delete has no expire_entry after it):
+    the CPU's timer event before an expire_entry is a cancel of that timer."""
+    event = np.asarray(event, dtype=object)
+    at = np.flatnonzero(np.isin(event, ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit")))
+    prev = previous_on_cpu(np.asarray(cpu)[at])
+    k = np.flatnonzero((event[at] == "timer_expire_entry") & (prev >= 0))
+    i, j = at[k], at[prev[k]]
+    timer = np.asarray(timer, dtype=object)  # Python ==: a missing timer (None) matches another
+    return set(j[(event[j] == "timer_cancel") & (timer[j] == timer[i])].tolist())
 
 
 def is_tick(e, function) -> bool:
