@@ -93,10 +93,18 @@ def str_test(s: pd.Series, pred) -> np.ndarray:
     return np.array([bool(pred(v)) for v in s.astype(str)], dtype=bool)
 
 
+def cpu_order(cpu) -> np.ndarray:
+    """The positions of the rows by CPU, each CPU's in their order."""
+    cpu = np.asarray(cpu)
+    if len(cpu) and cpu.min() >= 0 and cpu.max() < 1 << 16:
+        cpu = cpu.astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort
+    return np.argsort(cpu, kind="stable")
+
+
 def previous_on_cpu(cpu) -> np.ndarray:
     """Per row, the position of the row before it with the same CPU (-1: none)."""
     cpu = np.asarray(cpu)
-    order = np.argsort(cpu, kind="stable")
+    order = cpu_order(cpu)
     prev = np.full(len(cpu), -1, dtype=np.int64)
     same = cpu[order[1:]] == cpu[order[:-1]]
     prev[order[1:][same]] = order[:-1][same]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .events import TICK_FUNCTIONS, column, previous_on_cpu, select_events
+from .events import TICK_FUNCTIONS, column, previous_on_cpu, select_events, str_isin
 
 __all__ = ["hrtimer_table", "hrtimer_detaches"]
 
@@ -44,12 +44,18 @@ def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
     ev = trace.events if hasattr(trace, "events") else trace
     sel = select_events(ev, _EVENTS, ("cpu", "ts_ns", "line", "hrtimer", "function", "mode", "expires_ns",
                                       "softexpires_ns", "now_ns"))
+    ptr = np.asarray(column(sel, "hrtimer", 0), dtype=np.uint64)
+    detach = np.zeros(len(sel), dtype=bool)
+    detach[sorted(hrtimer_detaches(column(sel, "event"), sel["cpu"].to_numpy(), ptr))] = True
+    keep = np.arange(len(sel))
+    if not tick and "function" in sel:  # leave out every event of a pointer the tick's callback names
+        ticks = np.unique(ptr[str_isin(sel["function"], TICK_FUNCTIONS)])
+        keep = np.flatnonzero(~np.isin(ptr, ticks))
+    sel = sel.iloc[keep]
     event, cpu, ts, line = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns"), column(sel, "line")
-    ptr = [0 if p is None else int(p) for p in column(sel, "hrtimer")]
+    ptr, detach = ptr[keep].tolist(), detach[keep].tolist()
     function, mode = column(sel, "function", None), column(sel, "mode")
     expires, softexp, now = column(sel, "expires_ns"), column(sel, "softexpires_ns"), column(sel, "now_ns")
-    detaches = hrtimer_detaches(event, cpu, ptr)
-    ticks = {p for p, f in zip(ptr, function) if f is not None and str(f) in TICK_FUNCTIONS}
     # Rows as tuples in the columns' order; an open instance is its first 7
     # columns and its start's line (dicts per row cost more than the loop).
     rows, open_ = [], {}
@@ -61,14 +67,12 @@ def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
 
     for i, e in enumerate(event):
         p = ptr[i]
-        if p in ticks and not tick:
-            continue
         if e == "hrtimer_start":
             close(p, "rearmed", i)
             soft = softexp[i] if softexp[i] is not None else expires[i]
             open_[p] = (p, function[i], mode[i], cpu[i], ts[i], soft, expires[i], line[i])
         elif e == "hrtimer_cancel":
-            if i not in detaches:
+            if not detach[i]:
                 close(p, "cancelled", i)
         else:
             if p not in open_:  # armed before the trace
