@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import TICK_FUNCTIONS, column, select_events, str_isin
+from ..trace.events import TICK_FUNCTIONS, column, rows_frame, select_events, str_isin
 
 
 def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
@@ -57,7 +57,7 @@ def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
     end = int(ev["ts_ns"].max()) - offset_ns + 1 if len(ev) else 0
     for c in list(open_):
         close(c, end)
-    return pd.DataFrame(rows, columns=["cpu", "from_ns", "until_ns", "programmed_ns"])
+    return rows_frame(rows, ["cpu", "from_ns", "until_ns", "programmed_ns"])
 
 
 def _program_events(ev) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..callbacks import instance_durations
 from ..kernel import kernel_has
-from ..trace.events import column, event_rows, expiry_detaches, previous_on_cpu, select_events
+from ..trace.events import column, event_rows, expiry_detaches, previous_on_cpu, rows_frame, select_events
 from ..trace.features import record_hint
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
@@ -371,8 +371,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             for ts, cpu, policy, line in hidden_tick_policies(run, hidden):
                 rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
 
-    items = pd.DataFrame(rows, columns=["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function",
-                                        "target_cpu", "duration_ns"])
+    items = rows_frame(rows, ["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function", "target_cpu",
+                              "duration_ns"])
     # A busy period a task's first event starts (a CPU that logs no switch away from the idle task)
     # begins before that event's own item: the task armed it, not an interrupt of the idle CPU.
     items["_busy_first"] = items["op"] != OP_BUSY

@@ -111,6 +111,24 @@ def previous_on_cpu(cpu) -> np.ndarray:
     return prev
 
 
+def rows_frame(rows: list, columns) -> pd.DataFrame:
+    """``pd.DataFrame(rows, columns=columns)`` of a list of tuples, the same
+    frame. When every value is a Python int within int64 (a script's rows)
+    the columns are int64 straight away: pandas' inference, object by
+    object, was most of the cost of a large table; any other mix (None,
+    floats, bools, NumPy scalars, larger ints) is left to it."""
+    values = np.array(rows, dtype=object) if rows else None
+    if values is not None and values.ndim == 2 and values.shape[1] == len(columns) \
+            and set(map(type, values.ravel())) == {int}:
+        try:
+            ints = values.astype(np.int64)
+        except OverflowError:
+            pass
+        else:
+            return pd.DataFrame({c: ints[:, k] for k, c in enumerate(columns)})
+    return pd.DataFrame(rows, columns=columns)
+
+
 def need_resched(ev: pd.DataFrame) -> list:
     """Per row, whether the latency flags (``dNh1.``) show need-resched set —
     their second character is not ``.`` (``N``, or one half of it, ``n`` /
