@@ -78,19 +78,19 @@ def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
 
 
 def str_isin(s: pd.Series, names) -> np.ndarray:
-    """``s.astype(str).isin(names)`` as a NumPy mask (NaN is "nan")."""
+    """``s.astype(str).isin(names)`` as a NumPy mask (a missing value is "nan")."""
     names = set(names)
     return str_test(s, lambda v: v in names)
 
 
 def str_test(s: pd.Series, pred) -> np.ndarray:
-    """``pred(str(value))`` of each row as a NumPy mask (NaN is "nan", as
-    astype(str) spells it), for a Categorical once per category: a string
-    per row cost more than the rest."""
+    """``pred(str(value))`` of each row as a NumPy mask, a missing value
+    tested as "nan"; for a Categorical once per category: a string per row
+    cost more than the rest."""
     if isinstance(s.dtype, pd.CategoricalDtype):
         hit = np.array([bool(pred(c)) for c in s.cat.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
-        return hit[s.cat.codes.to_numpy()]  # code -1 (NaN) takes the last
-    return np.array([bool(pred(v)) for v in s.astype(str)], dtype=bool)
+        return hit[s.cat.codes.to_numpy()]  # code -1 (missing) takes the last
+    return np.array([bool(pred(str(v))) for v in s.to_numpy(dtype=object, na_value="nan")], dtype=bool)
 
 
 def cpu_order(cpu) -> np.ndarray:
