@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column
+from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, cpu_order, event_rows, str_isin
 from ..trace.hrtimers import hrtimer_table
 from .report import FidelityItem
 
@@ -63,20 +63,45 @@ def hrtimer_item(trace, script, res) -> FidelityItem:
 def _ended_by_hrtimer(ev, cpus) -> pd.Series:
     """(cpu, function) -> idle periods of a trace whose first event after the
     entry was the expiry of an hrtimer other than the tick."""
-    sel = ev[ev["cpu"].isin(cpus)]
-    event, cpu, state, function = column(sel, "event"), column(sel, "cpu"), column(sel, "state"), \
-        column(sel, "function", "")
-    idle, out = set(), {}
-    for e, c, st, fn in zip(event, cpu, state, function):
-        if e == "cpu_idle":
-            if st != CPU_IDLE_EXIT:
-                idle.add(c)
-            continue  # the exit may be logged before the handler
-        if c in idle:
-            idle.discard(c)
-            if e == "hrtimer_expire_entry" and str(fn) not in TICK_FUNCTIONS:
-                out[(c, str(fn))] = out.get((c, str(fn)), 0) + 1
+    cols = [c for c in ("event", "cpu", "state", "function") if c in ev]
+    sel = ev.iloc[np.flatnonzero(ev["cpu"].isin(cpus).to_numpy()), ev.columns.get_indexer(cols)]
+    ended = sel.iloc[_first_after_entry(sel)]
+    out = {}
+    for c, fn in zip(column(ended, "cpu"), column(ended, "function", "")):
+        out[(c, str(fn))] = out.get((c, str(fn)), 0) + 1
     return pd.Series(out, dtype=np.int64)
+
+
+def _first_after_entry(sel) -> np.ndarray:
+    """Positions of the expiries of hrtimers other than the tick that are
+    the first event (cpu_idle aside: the exit may be logged before the
+    handler) on their CPU after an idle entry — an entry on that CPU since
+    its previous such event."""
+    if not len(sel):
+        return np.zeros(0, dtype=np.int64)
+    cpu = sel["cpu"].to_numpy()
+    entry = np.zeros(len(sel), dtype=bool)
+    entry[event_rows(sel, ("cpu_idle",))] = True
+    other = ~entry
+    if "state" in sel:  # a missing state is no exit
+        entry &= sel["state"].to_numpy(dtype=np.int64, na_value=-1) != CPU_IDLE_EXIT
+    # Entries counted per CPU, in each CPU's order of events (stable).
+    order = cpu_order(cpu)
+    cpu_s = cpu[order]
+    count = np.cumsum(entry[order])
+    starts = np.r_[True, cpu_s[1:] != cpu_s[:-1]]
+    first = np.maximum.accumulate(np.where(starts, np.arange(len(cpu_s)), 0))  # each CPU's first position
+    before_cpu = np.where(first > 0, count[first - 1], 0)
+    q = np.flatnonzero(other[order])
+    since = before_cpu[q]  # entries before the previous other event of the CPU (or its first event)
+    same = cpu_s[q[1:]] == cpu_s[q[:-1]]
+    since[1:][same] = count[q[:-1]][same]
+    hrtimer = np.zeros(len(sel), dtype=bool)
+    hrtimer[event_rows(sel, ("hrtimer_expire_entry",))] = True
+    if "function" in sel:
+        hrtimer &= ~str_isin(sel["function"], TICK_FUNCTIONS)
+    rows = order[q[count[q] > since]]
+    return np.sort(rows[hrtimer[rows]])
 
 
 def wakeups_item(trace, res, visible) -> FidelityItem:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import TICK_FUNCTIONS, column
+from ..trace.events import TICK_FUNCTIONS, column, rows_frame, select_events, str_isin
 
 
 def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
@@ -33,10 +33,9 @@ def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
     programmed), until_ns (the next programming of that CPU's tick, or its
     leaving the idle loop), programmed_ns. Times are ``ts_ns - offset_ns``
     (CLOCK_MONOTONIC for a trace with its clock offset)."""
-    sel = ev[ev["event"].isin(("hrtimer_start", "tick_stop", "sched_switch", "timer_base_idle", "cpu_idle"))]
+    sel = _program_events(ev)
     event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
-    function, expires = column(sel, "function", None), column(sel, "expires_ns")
-    success, prev_pid, is_idle = column(sel, "success"), column(sel, "prev_pid"), column(sel, "is_idle")
+    expires, success = column(sel, "expires_ns"), column(sel, "success")
     stopped, open_, rows = set(), {}, []
 
     def close(c, t):
@@ -44,25 +43,44 @@ def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
         if p is not None:
             rows.append((c, p[0], t, p[1]))
 
-    for i, e in enumerate(event):
-        c, t = cpu[i], ts[i] - offset_ns
+    for e, c, t, exp, succ in zip(event, cpu, ts, expires, success):
+        t -= offset_ns
         if e == "tick_stop":
-            if success[i] != 0:
+            if succ != 0:
                 stopped.add(c)
-        elif e == "hrtimer_start":
-            # The simulation logs only the stopped tick's (no function); a trace every hrtimer's.
-            if function[i] is not None and str(function[i]) not in TICK_FUNCTIONS:
-                continue
-            close(c, t)
-            if c in stopped and expires[i] is not None:
-                open_[c] = (t, int(expires[i]))
-        elif (e == "sched_switch" and prev_pid[i] == 0) or (e == "timer_base_idle" and is_idle[i] == 0):
+            continue
+        close(c, t)  # a programming of the tick, or leaving the idle loop
+        if e != "hrtimer_start":
             stopped.discard(c)
-            close(c, t)
+        elif c in stopped and exp is not None:
+            open_[c] = (t, int(exp))
     end = int(ev["ts_ns"].max()) - offset_ns + 1 if len(ev) else 0
     for c in list(open_):
         close(c, end)
-    return pd.DataFrame(rows, columns=["cpu", "from_ns", "until_ns", "programmed_ns"])
+    return rows_frame(rows, ["cpu", "from_ns", "until_ns", "programmed_ns"])
+
+
+def _program_events(ev) -> pd.DataFrame:
+    """The events stopped_programs reads, less those that change nothing
+    there: the starts of hrtimers other than the tick (the simulation logs
+    only the stopped tick's, with no function; a trace every hrtimer's),
+    switches from a task and timer_base_idle other than an exit."""
+    sel = select_events(ev, ("hrtimer_start", "tick_stop", "sched_switch", "timer_base_idle"),
+                        ("cpu", "ts_ns", "function", "expires_ns", "success", "prev_pid", "is_idle"))
+    event = np.asarray(column(sel, "event"), dtype=object)
+    start = event == "hrtimer_start"
+    if "function" in sel:
+        start &= sel["function"].isna().to_numpy() | str_isin(sel["function"], TICK_FUNCTIONS)
+    keep = ((event == "tick_stop") | start | ((event == "sched_switch") & _is(sel, "prev_pid", 0))
+            | ((event == "timer_base_idle") & _is(sel, "is_idle", 0)))
+    return sel.iloc[np.flatnonzero(keep)]
+
+
+def _is(sel, name, value) -> np.ndarray:
+    """Where column ``name`` equals ``value`` (not where missing)."""
+    if name not in sel:
+        return np.zeros(len(sel), dtype=bool)
+    return (sel[name] == value).fillna(False).to_numpy(dtype=bool)
 
 
 def holders(programs: pd.DataFrame, p_ns: int) -> frozenset:

@@ -13,7 +13,7 @@ from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_e
 from ..replay.arms import PLACE_NAMES
 from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
-from ..trace.events import CPU_IDLE_EXIT, column
+from ..trace.events import CPU_IDLE_EXIT, column, event_rows, select_events
 from ..trace.features import record_hint
 from .hrtimers import hrtimer_item, wakeups_item
 from .races import race_columns
@@ -34,7 +34,8 @@ def _expiring_cpu(trace, script: Script, res) -> tuple:
     scripted arm enqueues once), whatever its expiry became there (a task's
     run moved by its wakeup keeps its timeouts, not their jiffies)."""
     ev = trace.events
-    tev = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
+    tev = select_events(ev, ("timer_start", "timer_expire_entry"), ("cpu", "timer", "expires_jiffies", "flags",
+                                                                    "function", "base_cpu", "line", "ts_ns"))
     event, cpu, timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
     expires, flags, function = column(tev, "expires_jiffies"), column(tev, "flags", ""), column(tev, "function", "")
     base_cpu, line, ts = column(tev, "base_cpu"), column(tev, "line"), column(tev, "ts_ns")
@@ -156,7 +157,7 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
     step(VALIDATE_STAGES[2])
     items.append(_placement(script, res))
     ev = trace.events
-    idle_cpus = sorted(ev.loc[ev["event"] == "cpu_idle", "cpu"].unique().tolist())
+    idle_cpus = sorted(np.unique(ev["cpu"].to_numpy()[event_rows(ev, ("cpu_idle",))]).tolist())
     hidden = [c for c in range(cfg.topology.cpus) if c not in idle_cpus]
     x, unknown = _expiring_cpu(trace, script, res)
     if hidden:
@@ -177,7 +178,7 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
         x[~x["agrees"]],
         f"global timers; {unknown} expiries of timers armed before the trace left out"))
     if cfg.placement == "pull" and len(x):
-        if (ev["event"] == "hrtimer_start").any():
+        if len(event_rows(ev, ("hrtimer_start",))):
             x = race_columns(x, trace, script, res, sim_events=sim_ev)
             items += _race_items(x, notes)
         else:
@@ -198,7 +199,7 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
     items.append(wakeups_item(trace, res, idle_cpus))
     # An event a trace shows no instance of is a fact to report: not recorded,
     # or it never happened (cyclictest's PM QoS 0 keeps every tick running).
-    absent = [e for e in VALIDATE_EVENTS if e not in REQUIRED_EVENTS and not (ev["event"] == e).any()]
+    absent = [e for e in VALIDATE_EVENTS if e not in REQUIRED_EVENTS and not len(event_rows(ev, (e,)))]
     if absent:
         notes.append(f"the trace shows no {' and no '.join(absent)}: not recorded ({record_hint(absent)}), or none "
                      "happened (a CPU kept from deeper idle keeps its tick: cyclictest's PM QoS 0); what depends on "
@@ -282,7 +283,7 @@ def _deferrable(trace, script: Script, res) -> FidelityItem:
     ran and how many the simulation did (a deferrable timer runs only when
     its CPU is awake for something else: the idle model decides)."""
     ev = trace.events
-    sel = ev[ev["event"].isin(("timer_start", "timer_expire_entry"))]
+    sel = select_events(ev, ("timer_start", "timer_expire_entry"), ("timer", "flags"))
     deferrable, n_trace = {}, 0
     for e, t, f in zip(column(sel, "event"), column(sel, "timer"), column(sel, "flags", "")):
         if e == "timer_start":
@@ -332,8 +333,8 @@ def _placement(script: Script, res) -> FidelityItem:
 def _idle_counts(ev) -> tuple:
     """Idle entries and successful tick stops per CPU of an event log (a
     trace's or the simulation's: same event names and fields)."""
-    ci = ev[ev["event"] == "cpu_idle"]
-    ts = ev[ev["event"] == "tick_stop"]
+    ci = select_events(ev, ("cpu_idle",), ("cpu", "state"))
+    ts = select_events(ev, ("tick_stop",), ("cpu", "success"))
     ts = ts[ts["success"].fillna(1) == 1] if "success" in ts else ts
     return ci[ci["state"] != CPU_IDLE_EXIT].groupby("cpu").size(), ts.groupby("cpu").size()
 
@@ -351,7 +352,8 @@ def _handovers(trace, res, start_ts, sim_events=None) -> FidelityItem:
         return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: no hierarchy before 6.9 (push model)")
 
     def count(ev, t0):
-        ev = ev[ev["event"].isin(("tmigr_group_set_cpu_active", "tmigr_group_set_cpu_inactive"))]
+        ev = select_events(ev, ("tmigr_group_set_cpu_active", "tmigr_group_set_cpu_inactive"),
+                           ("lvl", "ts_ns", "group", "cpu", "migrator"))
         if not len(ev):
             return {}
         ev = ev[(ev["lvl"] == 0) & (ev["ts_ns"] > t0)]

@@ -40,7 +40,7 @@ from tqdm import tqdm
 
 from .._checks import check_hz
 from ..replay.clocks import tick_jiffies_offset
-from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches, is_tick
+from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches, select_events, str_isin, str_test
 from ..wheel import TimerWheel, calc_wheel_index
 
 __all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]
@@ -48,6 +48,9 @@ __all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]
 _U64 = 1 << 64
 _EVENTS = ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit", "cpu_idle",
            "softirq_entry", "hrtimer_expire_entry")
+# What the replay and its two tables read of those events.
+_COLUMNS = ("ts_ns", "line", "cpu", "timer", "function", "flags", "base_cpu", "expires_jiffies", "timeout_jiffies",
+            "idx", "bucket_expiry_jiffies", "now_jiffies", "baseclk_jiffies", "now_ns", "state", "action")
 
 
 def base_of_flags(flags) -> str:
@@ -191,7 +194,7 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     """
     hz = check_hz(hz)
     ev = trace.events
-    ev = ev[ev["event"].isin(_EVENTS)]
+    ev = select_events(ev, _EVENTS, _COLUMNS)
     event = column(ev, "event")
     cpu = column(ev, "cpu")
     timer = column(ev, "timer")
@@ -200,21 +203,22 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     now = column(ev, "now_jiffies")
     baseclk = column(ev, "baseclk_jiffies")
     now_ns = column(ev, "now_ns")
-    state = column(ev, "state")
     flags = column(ev, "flags", "")
     base_cpu = column(ev, "base_cpu")
-    action = column(ev, "action", "")
     function = column(ev, "function", "")
     tick_ns = 1_000_000_000 // hz
-    offset = tick_jiffies_offset(event, function, now_ns, now, tick_ns)
+    acting, clock = _acting_rows(ev, event)
+    # The tick's expiries and timer_expire_entry: all the offset reads.
+    offset = tick_jiffies_offset(*([col[i] for i in clock] for col in (event, function, now_ns, now)), tick_ns)
     detaches = expiry_detaches(event, cpu, timer)
 
     bases = _Bases(hz)
     placed, expired = [], []
     jiffies = None  # best known jiffies at the current event
-    events = tqdm(event, desc="wheel", unit=" events", unit_scale=True, leave=False,
+    acting = tqdm(acting, desc="wheel", unit=" events", unit_scale=True, leave=False,
                   disable=None if progress else True)
-    for i, e in enumerate(events):
+    for i in acting:
+        e = event[i]
         if e == "timer_start":
             jiffies = (expires[i] - timeout[i]) % _U64
             key = (base_cpu[i], base_of_flags(flags[i]))
@@ -229,15 +233,33 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
             expired.append(bases.expire(timer[i], now[i]))
         elif jiffies is None:
             continue
-        elif is_tick(e, function[i]):
+        elif e == "hrtimer_expire_entry":  # the tick's
             if offset is not None:
                 jiffies = max(jiffies, now_ns[i] // tick_ns + offset)
-        elif e == "cpu_idle" and state[i] != CPU_IDLE_EXIT:
+        elif e == "cpu_idle":  # an idle entry
             bases.idle_entry(cpu[i], jiffies)
-        elif e == "softirq_entry" and action[i] == "TIMER":
+        else:  # the TIMER softirq
             bases.softirq(cpu[i], jiffies)
 
     return WheelReplay(_placement_frame(ev, placed, hz), _expiry_frame(ev, expired))
+
+
+def _acting_rows(ev: pd.DataFrame, event: list) -> tuple:
+    """(acting, clock): the positions (lists) of the events that move the
+    replay — the timer events, the tick's expiries (is_tick), idle entries
+    and TIMER softirqs; the others (an idle exit, another softirq or
+    hrtimer) change nothing there — and of the tick's expiries and
+    timer_expire_entry."""
+    e = np.asarray(event, dtype=object)
+    n = len(e)
+    tick = str_test(ev["function"], lambda f: f.startswith("tick_")) if "function" in ev else np.zeros(n, dtype=bool)
+    entry = (ev["state"].to_numpy(dtype=np.int64, na_value=-1) != CPU_IDLE_EXIT if "state" in ev
+             else np.ones(n, dtype=bool))  # a missing state is no exit
+    timer_softirq = str_isin(ev["action"], ("TIMER",)) if "action" in ev else np.zeros(n, dtype=bool)
+    tick &= e == "hrtimer_expire_entry"
+    acting = (np.isin(e, ("timer_start", "timer_cancel", "timer_expire_entry")) | tick | ((e == "cpu_idle") & entry)
+              | ((e == "softirq_entry") & timer_softirq))
+    return np.flatnonzero(acting).tolist(), np.flatnonzero(tick | (e == "timer_expire_entry")).tolist()
 
 
 def wheel_placement(trace, *, hz: int = 250) -> pd.DataFrame:

@@ -38,7 +38,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..trace.events import TICK_FUNCTIONS, column
+from ..trace.events import TICK_FUNCTIONS, column, previous_on_cpu, select_events, str_isin
 from ..trace.hrtimers import hrtimer_detaches
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
@@ -59,10 +59,10 @@ def mode_bits(mode) -> int:
 
 def tick_pointers(ev) -> set:
     """Pointers of the tick's hrtimer (one per CPU), by the callback their starts and expiries name."""
-    sel = ev[ev["event"].isin(("hrtimer_start", "hrtimer_expire_entry"))]
+    sel = select_events(ev, ("hrtimer_start", "hrtimer_expire_entry"), ("function", "hrtimer"))
     if not len(sel) or "function" not in sel:
         return set()
-    tick = sel["function"].astype(str).isin(TICK_FUNCTIONS).to_numpy()
+    tick = str_isin(sel["function"], TICK_FUNCTIONS)
     return set(sel["hrtimer"].to_numpy(dtype=np.uint64, na_value=0)[tick].tolist())
 
 
@@ -77,17 +77,18 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
     from .ops import OP_HR_ARM, OP_HR_CANCEL
 
     ticks = tick_pointers(run)
-    sel = run[run["event"].isin(HRTIMER_EVENTS + _CALLBACK_ENDS)]
-    event, cpu, ts, line = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns"), column(sel, "line")
-    ptr = [0 if p is None else int(p) for p in column(sel, "hrtimer")]
-    function, mode = column(sel, "function", ""), column(sel, "mode")
-    expires, softexp, now = column(sel, "expires_ns"), column(sel, "softexpires_ns"), column(sel, "now_ns")
-    hr = [i for i, e in enumerate(event) if e in HRTIMER_EVENTS]  # the detaches are read off these alone
-    detaches = {hr[j] for j in hrtimer_detaches([event[i] for i in hr], [cpu[i] for i in hr], [ptr[i] for i in hr])}
+    sel = select_events(run, HRTIMER_EVENTS + _CALLBACK_ENDS, ("cpu", "ts_ns", "line", "hrtimer", "function", "mode",
+                                                              "expires_ns", "softexpires_ns", "now_ns"))
+    work, own_start, detach = _hrtimer_positions(sel, ticks)
+    w = sel.iloc[work]
+    event, cpu, ts, line = column(w, "event"), column(w, "cpu"), column(w, "ts_ns"), column(w, "line")
+    ptr = column(w, "hrtimer", 0)
+    function, mode = column(w, "function", ""), column(w, "mode")
+    expires, softexp, now = column(w, "expires_ns"), column(w, "softexpires_ns"), column(w, "now_ns")
+    own_start, detach = own_start.tolist(), detach.tolist()
     keys, pointers, rows, late, expiries, own = {}, [], [], {}, {}, set()
     armed = {}  # pointer -> (hard expiry, line) of its last start
     seen = {}  # pointer -> timestamp of its last event
-    last_entry = {}  # CPU -> pointer whose callback ran there last (a start right after it is its restart)
 
     def key(p):
         if p not in keys:
@@ -100,10 +101,6 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
 
     for i, e in enumerate(event):
         p, c = ptr[i], cpu[i]
-        if e in _CALLBACK_ENDS or p in ticks:
-            if e != "hrtimer_start":
-                last_entry.pop(c, None)  # whatever callback ran there last is over
-            continue
         since, seen[p] = seen.get(p), ts[i]
         if e == "hrtimer_start":
             if expires[i] is None:
@@ -111,14 +108,13 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
             soft = softexp[i] if softexp[i] is not None else expires[i]
             fn = str(function[i])
             flags = mode_bits(mode[i])
-            if last_entry.get(c) == p:
+            if own_start[i]:
                 own.add(line[i])  # __run_hrtimer's restart, on the base it ran from
             rows.append((ts[i], line[i], c, OP_HR_ARM, key(p), int(soft), flags, code(fn), c,
                          max(0, int(expires[i]) - int(soft))))
             armed[p] = (int(expires[i]), line[i])
-            last_entry.pop(c, None)
         elif e == "hrtimer_cancel":
-            if i not in detaches and p in keys:
+            if not detach[i] and p in keys:
                 rows.append((ts[i], line[i], c, OP_HR_CANCEL, keys[p], 0, 0, 0, c, 0))
             armed.pop(p, None)
         else:  # hrtimer_expire_entry
@@ -133,6 +129,36 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
             if a is not None:
                 late[a[1]] = max(0, handler - a[0])
                 expiries[line[i]] = (a[0], handler, str(function[i]))
-            last_entry[c] = p
     return rows, own, pointers, late, expiries
+
+
+def _hrtimer_positions(sel, ticks) -> tuple:
+    """(work, own_start, detach): the positions in ``sel`` of the events of
+    hrtimers other than the tick — the only ones hrtimer_rows replays — and,
+    for each of them, whether it is a start that is __run_hrtimer's restart
+    on the base it ran from (the CPU's last expiry, start or callback end
+    before it was that timer's expiry), and whether it is a cancel that is a
+    detach (hrtimer_detaches)."""
+    event = np.asarray(column(sel, "event"), dtype=object)
+    cpu = sel["cpu"].to_numpy()
+    ptr = np.asarray(column(sel, "hrtimer", 0), dtype=np.uint64)
+    is_hr = np.isin(event, HRTIMER_EVENTS)
+    hr = np.flatnonzero(is_hr)
+    detach = np.zeros(len(sel), dtype=bool)
+    detach[hr[sorted(hrtimer_detaches(event[hr], cpu[hr], ptr[hr]))]] = True
+    tick = np.isin(ptr, np.array(sorted(ticks), dtype=np.uint64))
+    work = is_hr & ~tick
+    has_expiry = sel["expires_ns"].notna().to_numpy() if "expires_ns" in sel else np.zeros(len(sel), dtype=bool)
+    start = work & (event == "hrtimer_start") & has_expiry
+    expiry = work & (event == "hrtimer_expire_entry")
+    # What ends a callback's run on its CPU (a start without an expiry is not replayed and ends nothing).
+    ends = (~is_hr | (tick & (event != "hrtimer_start"))) | start | expiry
+    at = np.flatnonzero(ends)
+    prev = previous_on_cpu(cpu[at])
+    k = np.flatnonzero(start[at] & (prev >= 0))
+    before = at[prev[k]]
+    own_start = np.zeros(len(sel), dtype=bool)
+    own_start[at[k][expiry[before] & (ptr[before] == ptr[at[k]])]] = True
+    pos = np.flatnonzero(work)
+    return pos, own_start[pos], detach[pos]
 

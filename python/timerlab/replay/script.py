@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..callbacks import instance_durations
 from ..kernel import kernel_has
-from ..trace.events import column, expiry_detaches
+from ..trace.events import column, event_rows, expiry_detaches, previous_on_cpu, rows_frame, select_events
 from ..trace.features import record_hint
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
@@ -177,10 +177,11 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         raise ValueError(f"replay: {trace.path} has no events to replay")
 
     # jiffies = monotonic // TICK_NSEC + initial_jiffies
-    sel = run[run["event"].isin(("hrtimer_expire_entry", "timer_expire_entry"))]
+    sel = select_events(run, ("hrtimer_expire_entry", "timer_expire_entry"), ("function", "now_ns", "now_jiffies"))
     j0 = tick_jiffies_offset(column(sel, "event"), column(sel, "function", ""), column(sel, "now_ns"),
                               column(sel, "now_jiffies"), tick_ns)
-    starts = run[run["event"] == "timer_start"]
+    starts = select_events(run, ("timer_start",), ("expires_jiffies", "timeout_jiffies", "ts_ns", "timer", "function",
+                                                   "line", "cpu", "flags", "base_cpu"))
     start_j = (starts["expires_jiffies"].to_numpy(np.uint64)
                - starts["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
     mono_start = starts["ts_ns"].to_numpy(np.int64) - offset
@@ -239,11 +240,12 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             rows.append((cancel_ts, cancel_line, cpu, OP_CANCEL, key_of[PHANTOM + n], 0, 0, 0, cpu, 0))
     # hrtimers other than the tick (hrtimers.py).
     hr_pointers, hr_own, hr_expiries, hr_late = [], set(), {}, {}
-    if hrtimers and (run["event"] == "hrtimer_start").any():
+    if hrtimers and len(event_rows(run, ("hrtimer_start",))):
         hr_rows, hr_own, hr_pointers, hr_late, hr_expiries = hrtimer_rows(run, offset, fcode, start_ns + offset)
         rows += hr_rows
         fnames = list(fcode)  # in code order
-    tev = run[run["event"].isin(("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"))]
+    tev = select_events(run, ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"),
+                        ("cpu", "timer", "ts_ns", "line"))
     t_event, t_cpu, t_timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
     detaches = expiry_detaches(t_event, t_cpu, t_timer)
     t_ts, t_line = column(tev, "ts_ns"), column(tev, "line")
@@ -252,7 +254,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             rows.append((t_ts[i], t_line[i], t_cpu[i], OP_CANCEL, key_of[t_timer[i]], 0, 0, 0, t_cpu[i], 0))
 
     # Tasks: sched_switch from and to the idle task (pid 0).
-    idle_cpus = set(run.loc[run["event"] == "cpu_idle", "cpu"].unique().tolist())
+    idle_cpus = set(np.unique(run["cpu"].to_numpy()[event_rows(run, ("cpu_idle",))]).tolist())
     hr_key = {p: k for k, p in enumerate(hr_pointers)}
     woken_by = {}
     for ln, (kind, p) in timer_wakeups(run, hrtimers=bool(hr_pointers)).items():
@@ -262,7 +264,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             woken_by[ln] = (WOKEN_BY_HRTIMER, hr_key[int(p)])
     busy_rows, initial_busy, missing_switch = task_intervals(run, nr_cpus, idle_cpus, offset, woken_by)
     rows += busy_rows
-    sw = run[run["event"] == "sched_switch"]
+    sw = select_events(run, ("sched_switch",), ("cpu", "next_pid"))
     next0 = (sw["next_pid"] == 0).to_numpy(dtype=bool, na_value=False)
     if missing_switch:
         notes.append(f"CPU(s) {missing_switch} log no switch away from the idle task: a task's first event "
@@ -272,17 +274,21 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # (get_nohz_timer_target: nr_running, ttwu_pending) — where an idle CPU's hrtimer, say, goes.
     # The enqueue (and what it arms: the fair server's timer) precedes the sched_wakeup line: the
     # mark is set just after the waker's previous event, at most 50 µs before it.
-    prev_ts = run.groupby("cpu", observed=True)["ts_ns"].shift(1)
-    wk = run["event"] == "sched_wakeup"
-    for ts, prev, line, target in zip(run.loc[wk, "ts_ns"].tolist(), prev_ts[wk].tolist(), run.loc[wk, "line"].tolist(),
-                                      run.loc[wk, "target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
+    wk = event_rows(run, ("sched_wakeup",))
+    ts_all = run["ts_ns"].to_numpy()
+    before = previous_on_cpu(run["cpu"].to_numpy())[wk]
+    # As a groupby shift gives it: float, NaN for a CPU's first event.
+    prev_ts = np.where(before >= 0, ts_all[before].astype(np.float64), np.nan)
+    wk_rows = select_events(run, ("sched_wakeup",), ("ts_ns", "line", "target_cpu"))
+    for ts, prev, line, target in zip(wk_rows["ts_ns"].tolist(), prev_ts.tolist(), wk_rows["line"].tolist(),
+                                      wk_rows["target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
         if 0 <= target < nr_cpus:
             t = ts if pd.isna(prev) else max(int(prev) + 1, ts - 50_000)
             rows.append((t, line, target, OP_WAKE_PENDING, 0, 0, 0, 0, target, 0))
     # A remote wakeup through the target's wake list marks it ttwu_pending when the waker queues the
     # task and sends its IPI; the sched_wakeup line comes later, from the target's IPI handler.
     if "callsite" in run:
-        ipi = run[run["event"] == "ipi_send_cpu"]
+        ipi = select_events(run, ("ipi_send_cpu",), ("callsite", "ts_ns", "line", "target_cpu"))
         ipi = ipi[ipi["callsite"].astype(str).str.startswith("ttwu_queue_wakelist")]
         for ts, line, target in zip(ipi["ts_ns"].tolist(), ipi["line"].tolist(),
                                     ipi["target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
@@ -328,7 +334,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     for g, d, cpu, line, _, _ in wakeups:
         if line in ends and g + d >= start_ns:
             rows.append((g - 1 + offset, line, cpu, OP_WAKE_IRQ, 0, 0, 0, 0, cpu, max(0, ends[line] - offset - (g + d))))
-    hr_cpu = dict(zip(run["line"].tolist(), run["cpu"].tolist())) if hr_expiries else {}
+    hr_cpu = _cpu_of_lines(run, hr_expiries)
     for line, (e_ns, handler, _) in hr_expiries.items():  # a replayed hrtimer's wakeup, as a tick's
         if line in ends and e_ns >= start_ns:
             c = hr_cpu[line]
@@ -365,8 +371,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             for ts, cpu, policy, line in hidden_tick_policies(run, hidden):
                 rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
 
-    items = pd.DataFrame(rows, columns=["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function",
-                                        "target_cpu", "duration_ns"])
+    items = rows_frame(rows, ["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function", "target_cpu",
+                              "duration_ns"])
     # A busy period a task's first event starts (a CPU that logs no switch away from the idle task)
     # begins before that event's own item: the task armed it, not an interrupt of the idle CPU.
     items["_busy_first"] = items["op"] != OP_BUSY
@@ -391,6 +397,14 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
                   notes=tuple(notes), jiffies_duty=jiffies == "kernel", wake_stopped=wake_stopped,
                   hrtimer_pointers=np.array(hr_pointers, dtype=np.uint64))
+
+
+def _cpu_of_lines(run: pd.DataFrame, lines) -> dict:
+    """{line: its CPU} for ``lines`` (a row's, the last one's if lines repeat)."""
+    if not lines:
+        return {}
+    at = np.flatnonzero(np.isin(run["line"].to_numpy(), np.fromiter(lines, dtype=np.int64, count=len(lines))))
+    return dict(zip(run["line"].to_numpy()[at].tolist(), run["cpu"].to_numpy()[at].tolist()))
 
 
 def _without_setup(ev: pd.DataFrame) -> pd.DataFrame:

@@ -44,7 +44,10 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
         missing = a.codes < 0
     elif isinstance(a, pd.arrays.IntegerArray):
         missing = np.asarray(a.isna())
-        out = a.to_numpy(dtype=a.dtype.numpy_dtype, na_value=0).astype(object)
+        out = a.to_numpy(dtype=a.dtype.numpy_dtype, na_value=0)
+        if not missing.any():
+            return out.tolist()  # the same Python ints, without an object array
+        out = out.astype(object)
     elif isinstance(a, pd.arrays.NumpyExtensionArray) and a.dtype.kind in "iub":
         return a.to_numpy().tolist()
     else:
@@ -52,6 +55,78 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
     if missing.any():
         out[missing] = np.array([fill], dtype=object)
     return out.tolist()
+
+
+def event_rows(ev: pd.DataFrame, names) -> np.ndarray:
+    """Positions of the rows of the events ``names``, in order. Read off the
+    Categorical's codes: a string compare of every row was a sizeable share
+    of validate's time on large traces."""
+    e = ev["event"]
+    if isinstance(e.dtype, pd.CategoricalDtype):
+        cats = e.cat.categories
+        codes = [cats.get_loc(n) for n in names if n in cats]
+        return np.flatnonzero(np.isin(e.cat.codes.to_numpy(), codes))
+    return np.flatnonzero(e.isin(names).to_numpy(dtype=bool))
+
+
+def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
+    """``ev[ev["event"].isin(names)]`` with only ``columns`` (those ``ev``
+    has): a boolean selection copies every column of the trace, some sixty,
+    where a reader wants a few."""
+    cols = [c for c in dict.fromkeys(("event",) + tuple(columns)) if c in ev]
+    return ev.iloc[event_rows(ev, names), ev.columns.get_indexer(cols)]
+
+
+def str_isin(s: pd.Series, names) -> np.ndarray:
+    """``s.astype(str).isin(names)`` as a NumPy mask (a missing value is "nan")."""
+    names = set(names)
+    return str_test(s, lambda v: v in names)
+
+
+def str_test(s: pd.Series, pred) -> np.ndarray:
+    """``pred(str(value))`` of each row as a NumPy mask, a missing value
+    tested as "nan"; for a Categorical once per category: a string per row
+    cost more than the rest."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        hit = np.array([bool(pred(c)) for c in s.cat.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
+        return hit[s.cat.codes.to_numpy()]  # code -1 (missing) takes the last
+    return np.array([bool(pred(str(v))) for v in s.to_numpy(dtype=object, na_value="nan")], dtype=bool)
+
+
+def cpu_order(cpu) -> np.ndarray:
+    """The positions of the rows by CPU, each CPU's in their order."""
+    cpu = np.asarray(cpu)
+    if len(cpu) and cpu.min() >= 0 and cpu.max() < 1 << 16:
+        cpu = cpu.astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort
+    return np.argsort(cpu, kind="stable")
+
+
+def previous_on_cpu(cpu) -> np.ndarray:
+    """Per row, the position of the row before it with the same CPU (-1: none)."""
+    cpu = np.asarray(cpu)
+    order = cpu_order(cpu)
+    prev = np.full(len(cpu), -1, dtype=np.int64)
+    same = cpu[order[1:]] == cpu[order[:-1]]
+    prev[order[1:][same]] = order[:-1][same]
+    return prev
+
+
+def rows_frame(rows: list, columns) -> pd.DataFrame:
+    """``pd.DataFrame(rows, columns=columns)`` of a list of tuples, the same
+    frame. When every value is a Python int within int64 (a script's rows)
+    the columns are int64 straight away: pandas' inference, object by
+    object, was most of the cost of a large table; any other mix (None,
+    floats, bools, NumPy scalars, larger ints) is left to it."""
+    values = np.array(rows, dtype=object) if rows else None
+    if values is not None and values.ndim == 2 and values.shape[1] == len(columns) \
+            and set(map(type, values.ravel())) == {int}:
+        try:
+            ints = values.astype(np.int64)
+        except OverflowError:
+            pass
+        else:
+            return pd.DataFrame({c: ints[:, k] for k, c in enumerate(columns)})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def need_resched(ev: pd.DataFrame) -> list:
@@ -70,18 +145,15 @@ def need_resched(ev: pd.DataFrame) -> list:
 def expiry_detaches(event, cpu, timer) -> set:
     """Positions of timer_cancel lines that are the detach of an expiring timer
     (the kernel logs an expiry as timer_cancel then timer_expire_entry of the
-    same timer on the same CPU; a plain delete has no expire_entry after it)."""
-    out, last_cancel = set(), {}
-    for i, e in enumerate(event):
-        if e == "timer_cancel":
-            last_cancel[cpu[i]] = i
-        elif e == "timer_expire_entry":
-            j = last_cancel.pop(cpu[i], None)
-            if j is not None and timer[j] == timer[i]:
-                out.add(j)
-        elif e in ("timer_start", "timer_expire_exit"):
-            last_cancel.pop(cpu[i], None)
-    return out
+    same timer on the same CPU; a plain delete has no expire_entry after it):
+    the CPU's timer event before an expire_entry is a cancel of that timer."""
+    event = np.asarray(event, dtype=object)
+    at = np.flatnonzero(np.isin(event, ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit")))
+    prev = previous_on_cpu(np.asarray(cpu)[at])
+    k = np.flatnonzero((event[at] == "timer_expire_entry") & (prev >= 0))
+    i, j = at[k], at[prev[k]]
+    timer = np.asarray(timer, dtype=object)  # Python ==: a missing timer (None) matches another
+    return set(j[(event[j] == "timer_cancel") & (timer[j] == timer[i])].tolist())
 
 
 def is_tick(e, function) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .events import TICK_FUNCTIONS, column
+from .events import TICK_FUNCTIONS, column, previous_on_cpu, select_events, str_isin
 
 __all__ = ["hrtimer_table", "hrtimer_detaches"]
 
@@ -26,14 +26,12 @@ def hrtimer_detaches(event, cpu, ptr) -> set:
     """Positions of hrtimer_cancel lines that are no removal: before the 2026
     change the kernel logged a cancel ahead of every restart and expiry — the
     next hrtimer event on that CPU is then the same timer's start or expiry."""
-    out, last = set(), {}
-    for i, e in enumerate(event):
-        j = last.pop(cpu[i], None)
-        if j is not None and ptr[i] == ptr[j] and e in ("hrtimer_start", "hrtimer_expire_entry"):
-            out.add(j)
-        if e == "hrtimer_cancel":
-            last[cpu[i]] = i
-    return out
+    event = np.asarray(event, dtype=object)
+    ptr = np.asarray(ptr, dtype=np.uint64)
+    prev = previous_on_cpu(cpu)
+    i = np.flatnonzero(((event == "hrtimer_start") | (event == "hrtimer_expire_entry")) & (prev >= 0))
+    j = prev[i]
+    return set(j[(event[j] == "hrtimer_cancel") & (ptr[j] == ptr[i])].tolist())
 
 
 def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
@@ -44,40 +42,43 @@ def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
     latency_ns (now - hard expiry), line (of its end, or its start).
     ``tick=False`` leaves out the tick's own hrtimer."""
     ev = trace.events if hasattr(trace, "events") else trace
-    sel = ev[ev["event"].isin(_EVENTS)]
+    sel = select_events(ev, _EVENTS, ("cpu", "ts_ns", "line", "hrtimer", "function", "mode", "expires_ns",
+                                      "softexpires_ns", "now_ns"))
+    ptr = np.asarray(column(sel, "hrtimer", 0), dtype=np.uint64)
+    detach = np.zeros(len(sel), dtype=bool)
+    detach[sorted(hrtimer_detaches(column(sel, "event"), sel["cpu"].to_numpy(), ptr))] = True
+    keep = np.arange(len(sel))
+    if not tick and "function" in sel:  # leave out every event of a pointer the tick's callback names
+        ticks = np.unique(ptr[str_isin(sel["function"], TICK_FUNCTIONS)])
+        keep = np.flatnonzero(~np.isin(ptr, ticks))
+    sel = sel.iloc[keep]
     event, cpu, ts, line = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns"), column(sel, "line")
-    ptr = [0 if p is None else int(p) for p in column(sel, "hrtimer")]
+    ptr, detach = ptr[keep].tolist(), detach[keep].tolist()
     function, mode = column(sel, "function", None), column(sel, "mode")
     expires, softexp, now = column(sel, "expires_ns"), column(sel, "softexpires_ns"), column(sel, "now_ns")
-    detaches = hrtimer_detaches(event, cpu, ptr)
-    ticks = {p for p, f in zip(ptr, function) if f is not None and str(f) in TICK_FUNCTIONS}
+    # Rows as tuples in the columns' order; an open instance is its first 7
+    # columns and its start's line (dicts per row cost more than the loop).
     rows, open_ = [], {}
 
     def close(p, outcome, i, c_exp=None, now_=None):
         r = open_.pop(p, None)
-        if r is None:
-            return
-        r.update(outcome=outcome, end_ts_ns=ts[i], cpu_expired=c_exp, now_ns=now_, line=line[i])
-        rows.append(r)
+        if r is not None:
+            rows.append(r[:7] + (outcome, ts[i], c_exp, now_, line[i]))
 
     for i, e in enumerate(event):
         p = ptr[i]
-        if p in ticks and not tick:
-            continue
         if e == "hrtimer_start":
             close(p, "rearmed", i)
             soft = softexp[i] if softexp[i] is not None else expires[i]
-            open_[p] = dict(hrtimer=p, function=function[i], mode=mode[i], cpu_armed=cpu[i], armed_ts_ns=ts[i],
-                            softexpires_ns=soft, expires_ns=expires[i], line=line[i])
+            open_[p] = (p, function[i], mode[i], cpu[i], ts[i], soft, expires[i], line[i])
         elif e == "hrtimer_cancel":
-            if i not in detaches:
+            if not detach[i]:
                 close(p, "cancelled", i)
         else:
             if p not in open_:  # armed before the trace
-                open_[p] = dict(hrtimer=p, function=function[i], mode=None, cpu_armed=None, armed_ts_ns=None,
-                                softexpires_ns=None, expires_ns=None, line=line[i])
+                open_[p] = (p, function[i], None, None, None, None, None, line[i])
             close(p, "expired", i, cpu[i], now[i])
-    rows += [dict(r, outcome="pending", end_ts_ns=None, cpu_expired=None, now_ns=None) for r in open_.values()]
+    rows += [r[:7] + ("pending", None, None, None, r[7]) for r in open_.values()]
     cols = ["hrtimer", "function", "mode", "cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "outcome",
             "end_ts_ns", "cpu_expired", "now_ns", "line"]
     df = pd.DataFrame(rows, columns=cols)
