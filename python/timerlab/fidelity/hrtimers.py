@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, cpu_order, event_rows, str_isin
+from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column
 from ..trace.hrtimers import hrtimer_table
+from ..trace.rows import cpu_order, event_rows, str_isin
 from .report import FidelityItem
 
 _WINDOW_NS = 250_000

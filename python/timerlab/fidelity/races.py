@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import TICK_FUNCTIONS, column, rows_frame, select_events, str_isin
+from ..trace.events import TICK_FUNCTIONS, column
+from ..trace.rows import rows_frame, select_events, str_isin
 
 
 def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:

@@ -13,8 +13,9 @@ from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_e
 from ..replay.arms import PLACE_NAMES
 from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
-from ..trace.events import CPU_IDLE_EXIT, column, event_rows, select_events
+from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import record_hint
+from ..trace.rows import event_rows, select_events
 from .hrtimers import hrtimer_item, wakeups_item
 from .races import race_columns
 from .report import FidelityItem, FidelityReport

@@ -40,7 +40,8 @@ from tqdm import tqdm
 
 from .._checks import check_hz
 from ..replay.clocks import tick_jiffies_offset
-from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches, select_events, str_isin, str_test
+from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches
+from ..trace.rows import select_events, str_isin, str_test
 from ..wheel import TimerWheel, calc_wheel_index
 
 __all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]

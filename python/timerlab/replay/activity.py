@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, need_resched
+from ..trace.rows import (cpu_order, event_in, function_in, latest_on_cpu, previous_flag_on_cpu, previous_on_cpu,
+                          rows, values)
 from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
-from .clocks import (by_cpu, event_in, function_in, latest_on_cpu, previous_on_cpu, previous_row_on_cpu, rows,
-                     values)
 
 
 # What an event does to its CPU's idle period (device_interrupts, clock_wake_ends): an idle entry or
@@ -67,7 +67,7 @@ def timer_wakeups(ev, hrtimers: bool = True) -> dict:
     ends = mask & (event_in(ev, ("hrtimer_start", "hrtimer_cancel"))
                    | event_in(ev, ("hrtimer_expire_entry",)) & ~wakeup)
     keep = np.flatnonzero(mask)
-    keep = keep[~ends[keep] | ~previous_on_cpu(ev["cpu"].to_numpy()[keep], ends[keep], False)]
+    keep = keep[~ends[keep] | ~previous_flag_on_cpu(ev["cpu"].to_numpy()[keep], ends[keep], False)]
     sel = rows(ev, keep,
                ("event", "cpu", "line", "timer", "wakee_pid", "target_cpu", "next_pid", "flags", "hrtimer"))
     deferrable = {}  # timer -> its last timer_start had D
@@ -212,7 +212,7 @@ def _task_rows(ev):
     first row."""
     need = np.array(need_resched(ev), dtype=object)
     cpu = ev["cpu"].to_numpy()
-    prev = previous_row_on_cpu(cpu)
+    prev = previous_on_cpu(cpu)
     had = prev >= 0
     marks = event_in(ev, ("cpu_idle", "sched_switch"))
     wakeup = event_in(ev, ("sched_wakeup",))
@@ -246,12 +246,12 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     # Of the other events, only the first after an idle entry or exit (or a CPU's first: it may be idle
     # at the start) can end an idle period.
     on = np.flatnonzero(on)
-    on = on[(act[on] != _OTHER) | previous_on_cpu(ev["cpu"].to_numpy()[on], idle[on], True)]
+    on = on[(act[on] != _OTHER) | previous_flag_on_cpu(ev["cpu"].to_numpy()[on], idle[on], True)]
     if not len(on):
         return []
     kind = np.where(clock_wakeups(ev, hrtimer_expiries)[on], _BY_TICK,
                     np.where(event_in(ev, ("sched_wakeup",))[on], _BY_TASK, _BY_IRQ))
-    order = by_cpu(ev["cpu"].to_numpy()[on])
+    order = cpu_order(ev["cpu"].to_numpy()[on])
     on, kind = on[order], kind[order]
     act, cpu, ts = act[on], ev["cpu"].to_numpy()[on], ev["ts_ns"].to_numpy()[on]
     # Per CPU: an idle period (after an entry, or at the start) ends at its first event but an entry or a
@@ -353,7 +353,7 @@ def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
     at = entry[on]
     on, cpu, stopped = on[at], cpu[at], stopped[at]
     ts, line = ev["ts_ns"].to_numpy()[on], ev["line"].to_numpy()[on]
-    prev = previous_row_on_cpu(cpu)  # the CPU's previous entry
+    prev = previous_on_cpu(cpu)  # the CPU's previous entry
     t_set, line = np.maximum(ts[prev] + 1, ts - 2 * tick_ns).tolist(), line.tolist()
     return [(t_start if p < 0 else t, c, 2 if st else 1, line[p] if p >= 0 else ln, ln)
             for t, p, c, st, ln in zip(t_set, prev.tolist(), cpu.tolist(), stopped.tolist(), line)]
@@ -402,14 +402,14 @@ def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
     # The first event after an idle entry (cpu_idle exits aside): a clock wakeup there is a candidate,
     # which a task run or the loop left drops, and the next entry settles.
     since = latest_on_cpu(cpu, np.where(act == _ENTRY, 1, np.where(idle[on], -1, 0)))
-    prev = previous_row_on_cpu(cpu)
+    prev = previous_on_cpu(cpu)
     first = (prev >= 0) & (since[prev] == 1) & ~idle[on]
     act = np.where(first & clock_wakeups(ev, hrtimer_expiries)[on], _CLOCK, act)
     keep = act != _OTHER
     on, act, cpu = on[keep], act[keep], cpu[keep]
     # Per CPU, the event after a clock wakeup's exits (the next entry, or what drops it) settles it: it
     # ends at its first exit, else at that entry. Items in the order of their entries.
-    order = by_cpu(cpu)
+    order = cpu_order(cpu)
     act, cpu, on = act[order], cpu[order], on[order]
     settles = np.flatnonzero(act != _EXIT)
     at = np.flatnonzero(act == _CLOCK)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, is_tick
+from ..trace.rows import event_in, function_in, latest_on_cpu, previous_on_cpu, rows, str_isin, values
 
 MAX_STALLED_JIFFIES = 5  # tick_sched_do_timer (kernel/time/tick-sched.c); the engine's kMaxStalledJiffies
 
@@ -152,81 +153,7 @@ def tick_events(ev):
 
 def is_tick_function(function: pd.Series) -> pd.Series:
     """``function.astype(str).isin(TICK_FUNCTIONS)``."""
-    return pd.Series(text_in(function, TICK_FUNCTIONS), index=function.index)
-
-
-def text_in(s: pd.Series, names) -> np.ndarray:
-    """``s.astype(str).isin(names)`` as an array, of a categorical from its
-    categories (astype(str) spelled out every row of the trace)."""
-    if not isinstance(s.dtype, pd.CategoricalDtype):
-        return s.astype(str).isin(names).to_numpy()
-    hit = np.append(np.asarray(s.cat.categories.astype(str).isin(names), dtype=bool), False)
-    return hit[s.cat.codes.to_numpy()]  # code -1 (missing): the False
-
-
-def function_in(ev, names) -> np.ndarray:
-    """Per row, whether ``str(function)`` is one of ``names`` (False where the trace has no function column)."""
-    return text_in(ev["function"], names) if "function" in ev else np.zeros(len(ev), dtype=bool)
-
-
-def event_in(ev, names) -> np.ndarray:
-    """Per row, whether its event is one of ``names`` (an ``isin`` compares every row's text)."""
-    return text_in(ev["event"], names)
-
-
-def rows(ev, where, names) -> pd.DataFrame:
-    """The rows ``where`` (a mask, or positions), with only the columns
-    ``names`` (those ``ev`` has; column() fills the others): a selection of
-    the whole frame copies some forty columns to read a few."""
-    where = np.flatnonzero(where) if where.dtype == bool else where
-    return ev.iloc[where, ev.columns.get_indexer([n for n in names if n in ev])]
-
-
-def values(ev, name, na) -> np.ndarray:
-    """A column of integers as an int64 array, missing values (or a missing column) as ``na``."""
-    if name not in ev:
-        return np.full(len(ev), na, dtype=np.int64)
-    return ev[name].to_numpy(dtype=np.int64, na_value=na)
-
-
-def by_cpu(cpu: np.ndarray) -> np.ndarray:
-    """The rows grouped by CPU, in time order within each (a stable sort: radix on 16 bits)."""
-    small = len(cpu) and 0 <= cpu.min() and cpu.max() < 1 << 15
-    return np.argsort(cpu.astype(np.int16) if small else cpu, kind="stable")
-
-
-def previous_row_on_cpu(cpu: np.ndarray) -> np.ndarray:
-    """Per row (in time order), the position of the previous row of the same CPU, -1 for a CPU's first."""
-    order = by_cpu(cpu)
-    c = cpu[order]
-    prev = np.full(len(c), -1, dtype=np.int64)
-    prev[1:] = np.where(c[1:] == c[:-1], order[:-1], -1)
-    out = np.empty_like(prev)
-    out[order] = prev
-    return out
-
-
-def previous_on_cpu(cpu: np.ndarray, flag: np.ndarray, first: bool) -> np.ndarray:
-    """Per row, ``flag`` of the previous row of the same CPU (``first`` for
-    a CPU's first row). The replay's state machines keep per-CPU state:
-    rows that cannot change it, given the row before them on their CPU, are
-    left out of their loops."""
-    prev = previous_row_on_cpu(cpu)
-    return np.where(prev >= 0, flag[prev], first)
-
-
-def latest_on_cpu(cpu: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """Per row (in time order), the last ``value`` >= 0 of its CPU at or
-    before it, -1 where none: a per-CPU state that some events set and the
-    others keep."""
-    order = by_cpu(cpu)
-    c, v = cpu[order], value[order]
-    n = np.arange(len(c))
-    start = np.maximum.accumulate(np.where(np.r_[True, c[1:] != c[:-1]], n, 0)) if len(c) else n
-    last = np.maximum.accumulate(np.where(v >= 0, n, -1)) if len(c) else n
-    out = np.empty_like(v)
-    out[order] = np.where(last >= start, v[last], -1)
-    return out
+    return pd.Series(str_isin(function, TICK_FUNCTIONS), index=function.index)
 
 
 def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_check=True):
@@ -277,7 +204,7 @@ def tick_wakeups(ev, tick_ns, offset=None):
     stopped = latest_on_cpu(cpu, np.where(stop, 1, np.where(left, 0, -1))[on]) == 1
     # In an idle state, nothing seen since: a tick's event is what ended it.
     since = latest_on_cpu(cpu, np.where(entry, 1, np.where(idle | tick, 0, -1))[on])
-    prev = previous_row_on_cpu(cpu)
+    prev = previous_on_cpu(cpu)
     from_idle = (prev >= 0) & (since[prev] == 1)
     at = tick[on]
     on, cpu, stopped, from_idle = on[at], cpu[at], stopped[at], from_idle[at]

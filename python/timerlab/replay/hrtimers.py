@@ -38,8 +38,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..trace.events import TICK_FUNCTIONS, column, previous_on_cpu, select_events, str_isin
+from ..trace.events import TICK_FUNCTIONS, column
 from ..trace.hrtimers import hrtimer_detaches
+from ..trace.rows import previous_on_cpu, select_events, str_isin
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
 # Events after which an hrtimer callback that ran on that CPU is over: a start

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import column, expiry_detaches
-from .clocks import event_in, rows
+from ..trace.rows import event_in, rows
 from ..wheel import calc_wheel_index, parse_timer_flags
 
 PHANTOM_FUNCTION = "(armed before the trace)"

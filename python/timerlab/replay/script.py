@@ -13,8 +13,9 @@ import pandas as pd
 
 from ..callbacks import instance_durations
 from ..kernel import kernel_has
-from ..trace.events import column, event_rows, expiry_detaches, previous_on_cpu, rows_frame, select_events
+from ..trace.events import column, expiry_detaches
 from ..trace.features import record_hint
+from ..trace.rows import event_rows, previous_on_cpu, rows_frame, select_events
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
 from .activity import (clock_wake_ends, device_interrupts, entries_before_first_tick, hidden_tick_policies,

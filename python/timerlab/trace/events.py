@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _core
+from .rows import previous_on_cpu
 
 _TIMER_FLAG_LETTERS = ((_core.TIMER_DEFERRABLE, "D"), (_core.TIMER_PINNED, "P"), (_core.TIMER_IRQSAFE, "I"))
 CPU_IDLE_EXIT = 4294967295  # cpu_idle's state= when a CPU leaves idle (PWR_EVENT_EXIT as u32)
@@ -55,78 +56,6 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
     if missing.any():
         out[missing] = np.array([fill], dtype=object)
     return out.tolist()
-
-
-def event_rows(ev: pd.DataFrame, names) -> np.ndarray:
-    """Positions of the rows of the events ``names``, in order. Read off the
-    Categorical's codes: a string compare of every row was a sizeable share
-    of validate's time on large traces."""
-    e = ev["event"]
-    if isinstance(e.dtype, pd.CategoricalDtype):
-        cats = e.cat.categories
-        codes = [cats.get_loc(n) for n in names if n in cats]
-        return np.flatnonzero(np.isin(e.cat.codes.to_numpy(), codes))
-    return np.flatnonzero(e.isin(names).to_numpy(dtype=bool))
-
-
-def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
-    """``ev[ev["event"].isin(names)]`` with only ``columns`` (those ``ev``
-    has): a boolean selection copies every column of the trace, some sixty,
-    where a reader wants a few."""
-    cols = [c for c in dict.fromkeys(("event",) + tuple(columns)) if c in ev]
-    return ev.iloc[event_rows(ev, names), ev.columns.get_indexer(cols)]
-
-
-def str_isin(s: pd.Series, names) -> np.ndarray:
-    """``s.astype(str).isin(names)`` as a NumPy mask (a missing value is "nan")."""
-    names = set(names)
-    return str_test(s, lambda v: v in names)
-
-
-def str_test(s: pd.Series, pred) -> np.ndarray:
-    """``pred(str(value))`` of each row as a NumPy mask, a missing value
-    tested as "nan"; for a Categorical once per category: a string per row
-    cost more than the rest."""
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        hit = np.array([bool(pred(c)) for c in s.cat.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
-        return hit[s.cat.codes.to_numpy()]  # code -1 (missing) takes the last
-    return np.array([bool(pred(str(v))) for v in s.to_numpy(dtype=object, na_value="nan")], dtype=bool)
-
-
-def cpu_order(cpu) -> np.ndarray:
-    """The positions of the rows by CPU, each CPU's in their order."""
-    cpu = np.asarray(cpu)
-    if len(cpu) and cpu.min() >= 0 and cpu.max() < 1 << 16:
-        cpu = cpu.astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort
-    return np.argsort(cpu, kind="stable")
-
-
-def previous_on_cpu(cpu) -> np.ndarray:
-    """Per row, the position of the row before it with the same CPU (-1: none)."""
-    cpu = np.asarray(cpu)
-    order = cpu_order(cpu)
-    prev = np.full(len(cpu), -1, dtype=np.int64)
-    same = cpu[order[1:]] == cpu[order[:-1]]
-    prev[order[1:][same]] = order[:-1][same]
-    return prev
-
-
-def rows_frame(rows: list, columns) -> pd.DataFrame:
-    """``pd.DataFrame(rows, columns=columns)`` of a list of tuples, the same
-    frame. When every value is a Python int within int64 (a script's rows)
-    the columns are int64 straight away: pandas' inference, object by
-    object, was most of the cost of a large table; any other mix (None,
-    floats, bools, NumPy scalars, larger ints) is left to it."""
-    values = np.array(rows, dtype=object) if rows else None
-    if values is not None and values.ndim == 2 and values.shape[1] == len(columns) \
-            and set(map(type, values.ravel())) == {int}:
-        try:
-            ints = values.astype(np.int64)
-        except OverflowError:
-            pass
-        else:
-            return pd.DataFrame({c: ints[:, k] for k, c in enumerate(columns)})
-    return pd.DataFrame(rows, columns=columns)
 
 
 def need_resched(ev: pd.DataFrame) -> list:

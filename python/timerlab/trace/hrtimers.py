@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .events import TICK_FUNCTIONS, column, previous_on_cpu, select_events, str_isin
+from .events import TICK_FUNCTIONS, column
+from .rows import previous_on_cpu, select_events, str_isin
 
 __all__ = ["hrtimer_table", "hrtimer_detaches"]
 

@@ -1,0 +1,134 @@
+"""Selecting and ordering a trace's rows fast: the replay and validate read a
+few events and a few columns of traces with millions of rows, so they pick
+rows by the event column's Categorical codes (not a string compare per
+row), take only the columns they read (a boolean selection copies all of
+them), and follow each CPU's rows through a stable sort by CPU instead of a
+groupby. Every helper gives exactly what its pandas spelling gives.
+
+Not here: a column as a Python list (``events.column``), the event
+vocabulary (``events``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def event_rows(ev: pd.DataFrame, names) -> np.ndarray:
+    """Positions of the rows of the events ``names``, in order. Read off the
+    Categorical's codes: a string compare of every row was a sizeable share
+    of validate's time on large traces."""
+    e = ev["event"]
+    if isinstance(e.dtype, pd.CategoricalDtype):
+        cats = e.cat.categories
+        codes = [cats.get_loc(n) for n in names if n in cats]
+        return np.flatnonzero(np.isin(e.cat.codes.to_numpy(), codes))
+    return np.flatnonzero(e.isin(names).to_numpy(dtype=bool))
+
+
+def event_in(ev, names) -> np.ndarray:
+    """Per row, whether its event is one of ``names`` (an ``isin`` compares every row's text)."""
+    return str_isin(ev["event"], names)
+
+
+def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
+    """``ev[ev["event"].isin(names)]`` with only ``columns`` (those ``ev``
+    has): a boolean selection copies every column of the trace, some sixty,
+    where a reader wants a few."""
+    cols = [c for c in dict.fromkeys(("event",) + tuple(columns)) if c in ev]
+    return ev.iloc[event_rows(ev, names), ev.columns.get_indexer(cols)]
+
+
+def rows(ev, where, names) -> pd.DataFrame:
+    """The rows ``where`` (a mask, or positions), with only the columns
+    ``names`` (those ``ev`` has; column() fills the others): a selection of
+    the whole frame copies some forty columns to read a few."""
+    where = np.flatnonzero(where) if where.dtype == bool else where
+    return ev.iloc[where, ev.columns.get_indexer([n for n in names if n in ev])]
+
+
+def values(ev, name, na) -> np.ndarray:
+    """A column of integers as an int64 array, missing values (or a missing column) as ``na``."""
+    if name not in ev:
+        return np.full(len(ev), na, dtype=np.int64)
+    return ev[name].to_numpy(dtype=np.int64, na_value=na)
+
+
+def str_isin(s: pd.Series, names) -> np.ndarray:
+    """``s.astype(str).isin(names)`` as a NumPy mask (a missing value is "nan")."""
+    names = set(names)
+    return str_test(s, lambda v: v in names)
+
+
+def str_test(s: pd.Series, pred) -> np.ndarray:
+    """``pred(str(value))`` of each row as a NumPy mask, a missing value
+    tested as "nan"; for a Categorical once per category: a string per row
+    cost more than the rest."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        hit = np.array([bool(pred(c)) for c in s.cat.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
+        return hit[s.cat.codes.to_numpy()]  # code -1 (missing) takes the last
+    return np.array([bool(pred(str(v))) for v in s.to_numpy(dtype=object, na_value="nan")], dtype=bool)
+
+
+def function_in(ev, names) -> np.ndarray:
+    """Per row, whether ``str(function)`` is one of ``names`` (False where the trace has no function column)."""
+    return str_isin(ev["function"], names) if "function" in ev else np.zeros(len(ev), dtype=bool)
+
+
+def cpu_order(cpu) -> np.ndarray:
+    """The positions of the rows by CPU, each CPU's in their order."""
+    cpu = np.asarray(cpu)
+    if len(cpu) and cpu.min() >= 0 and cpu.max() < 1 << 16:
+        cpu = cpu.astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort
+    return np.argsort(cpu, kind="stable")
+
+
+def previous_on_cpu(cpu) -> np.ndarray:
+    """Per row, the position of the row before it with the same CPU (-1: none)."""
+    cpu = np.asarray(cpu)
+    order = cpu_order(cpu)
+    prev = np.full(len(cpu), -1, dtype=np.int64)
+    same = cpu[order[1:]] == cpu[order[:-1]]
+    prev[order[1:][same]] = order[:-1][same]
+    return prev
+
+
+def previous_flag_on_cpu(cpu: np.ndarray, flag: np.ndarray, first: bool) -> np.ndarray:
+    """Per row, ``flag`` of the previous row of the same CPU (``first`` for
+    a CPU's first row). The replay's state machines keep per-CPU state:
+    rows that cannot change it, given the row before them on their CPU, are
+    left out of their loops."""
+    prev = previous_on_cpu(cpu)
+    return np.where(prev >= 0, flag[prev], first)
+
+
+def latest_on_cpu(cpu: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Per row (in time order), the last ``value`` >= 0 of its CPU at or
+    before it, -1 where none: a per-CPU state that some events set and the
+    others keep."""
+    order = cpu_order(cpu)
+    c, v = cpu[order], value[order]
+    n = np.arange(len(c))
+    start = np.maximum.accumulate(np.where(np.r_[True, c[1:] != c[:-1]], n, 0)) if len(c) else n
+    last = np.maximum.accumulate(np.where(v >= 0, n, -1)) if len(c) else n
+    out = np.empty_like(v)
+    out[order] = np.where(last >= start, v[last], -1)
+    return out
+
+
+def rows_frame(rows: list, columns) -> pd.DataFrame:
+    """``pd.DataFrame(rows, columns=columns)`` of a list of tuples, the same
+    frame. When every value is a Python int within int64 (a script's rows)
+    the columns are int64 straight away: pandas' inference, object by
+    object, was most of the cost of a large table; any other mix (None,
+    floats, bools, NumPy scalars, larger ints) is left to it."""
+    values = np.array(rows, dtype=object) if rows else None
+    if values is not None and values.ndim == 2 and values.shape[1] == len(columns) \
+            and set(map(type, values.ravel())) == {int}:
+        try:
+            ints = values.astype(np.int64)
+        except OverflowError:
+            pass
+        else:
+            return pd.DataFrame({c: ints[:, k] for k, c in enumerate(columns)})
+    return pd.DataFrame(rows, columns=columns)
