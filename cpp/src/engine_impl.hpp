@@ -387,6 +387,9 @@ class Engine final : public TmigrHost, public HardGlobalEvents, public HrtimerHo
   std::vector<TimerId> free_timers_;
   std::vector<TimerId> script_timers_;  // key -> timer
   std::vector<std::vector<std::uint32_t>> script_steps_;  // per CPU: its activity items, in order
+  // A replay's clock items still in the work queues: queued all at the
+  // start, they are the trace's length, not a runaway (guard_check).
+  std::uint64_t script_queued_ = 0;
   std::vector<HrtimerId> script_hrtimers_;   // hrtimer key -> hrtimer
   std::vector<std::uint8_t> script_fired_;   // key -> expired since its last scripted arm
   // key -> the CPUs whose next item waits for its expiry (rarely more than one:

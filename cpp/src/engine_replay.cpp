@@ -133,6 +133,7 @@ void Engine::start_script() {
     if (is_clock_item(it.op)) {
       // Items before the start run at the start, in order.
       cpus_[it.cpu].work.push({std::max(it.t_ns, now_), work_script, i});
+      ++script_queued_;
     } else {
       script_steps_[it.cpu].push_back(static_cast<std::uint32_t>(i));
     }
@@ -279,6 +280,7 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
   const ScriptItem& it = cfg_.workload.script.items[i];
   CpuState& cs = cpus_[cpu];
   set_context(cpu);
+  if (is_clock_item(it.op)) --script_queued_;  // queued at the start (setup_script), taken now
   switch (it.op) {
     case ScriptOp::arm: {
       const TimerId t = script_timers_[it.key];

@@ -10,6 +10,8 @@ vocabulary (``events``).
 """
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 import pandas as pd
 
@@ -122,13 +124,15 @@ def rows_frame(rows: list, columns) -> pd.DataFrame:
     the columns are int64 straight away: pandas' inference, object by
     object, was most of the cost of a large table; any other mix (None,
     floats, bools, NumPy scalars, larger ints) is left to it."""
-    values = np.array(rows, dtype=object) if rows else None
-    if values is not None and values.ndim == 2 and values.shape[1] == len(columns) \
-            and set(map(type, values.ravel())) == {int}:
+    # The types are checked on the tuples themselves (an object array of
+    # every value cost as much as the conversion), the rows' lengths by the
+    # shape NumPy gives them.
+    if rows and set(map(type, chain.from_iterable(rows))) == {int}:
         try:
-            ints = values.astype(np.int64)
-        except OverflowError:
+            ints = np.array(rows, dtype=np.int64)
+        except (OverflowError, ValueError):  # beyond int64; rows of unequal length
             pass
         else:
-            return pd.DataFrame({c: ints[:, k] for k, c in enumerate(columns)})
+            if ints.ndim == 2 and ints.shape[1] == len(columns):
+                return pd.DataFrame({c: ints[:, k] for k, c in enumerate(columns)})
     return pd.DataFrame(rows, columns=columns)
