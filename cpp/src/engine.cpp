@@ -218,7 +218,6 @@ SimResult Engine::run() {
   return std::move(res_);
 }
 
-
 void Engine::account(unsigned cpu) {
   CpuState& cs = cpus_[cpu];
   const std::int64_t d = now_ - cs.since;
