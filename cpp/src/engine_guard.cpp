@@ -89,8 +89,8 @@ void Engine::guard_check(unsigned cpu) {
   items = items > script_queued_ ? items - script_queued_ : 0;
   if (pending_ + items > limit) {
     throw RunawayError("runaway queue: " + std::to_string(pending_) + " timers pending and " + std::to_string(items) +
-                       " work items queued besides the replayed trace's (most on CPU " + std::to_string(most_cpu) +
-                       ": " + std::to_string(most) +
+                       " work items queued besides the replayed trace's (the most, all kinds, on CPU " +
+                       std::to_string(most_cpu) + ": " + std::to_string(most) +
                        "), over the limit of " + std::to_string(limit) + where +
                        " (the workload arms timers or work faster than they end)");
   }

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, column, need_resched
+from ..trace.events import (CPU_IDLE_EXIT, TICK_FUNCTIONS, column, is_idle_entry, is_tick_expiry,
+                            need_resched)
 from ..trace.rows import (cpu_order, event_in, function_in, latest_on_cpu, previous_flag_on_cpu, previous_on_cpu,
                           rows, values)
 from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
@@ -25,7 +26,7 @@ _BY_IRQ, _BY_TASK, _BY_TICK = range(3)  # device_interrupts: what ended an idle 
 def idle_actions(ev):
     """Per row, its action (_ENTRY.._OTHER), and whether it is a cpu_idle."""
     idle = event_in(ev, ("cpu_idle",))
-    entry = idle & (values(ev, "state", -1) != CPU_IDLE_EXIT)  # a missing state is no exit
+    entry = is_idle_entry(ev)
     return np.select([entry, idle, task_runs(ev), loop_left(ev)], [_ENTRY, _EXIT, _RUN, _LEFT], _OTHER), idle
 
 
@@ -216,7 +217,7 @@ def _task_rows(ev):
     had = prev >= 0
     marks = event_in(ev, ("cpu_idle", "sched_switch"))
     wakeup = event_in(ev, ("sched_wakeup",))
-    idles = (event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) != CPU_IDLE_EXIT)) | (
+    idles = is_idle_entry(ev) | (
         event_in(ev, ("sched_switch",)) & (values(ev, "next_pid", -1) == 0))
     after = had & idles[prev]
     task = values(ev, "pid", 0) != 0
@@ -297,8 +298,7 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
     idle = rows(ev, on & event_in(ev, ("cpu_idle",)), ("cpu", "ts_ns", "state"))
     entries = idle[idle["state"] != CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
     exits = idle[idle["state"] == CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
-    ticks = rows(ev, on & event_in(ev, ("hrtimer_expire_entry",)) & function_in(ev, TICK_FUNCTIONS),
-                 ("cpu", "ts_ns", "now_ns"))
+    ticks = rows(ev, on & is_tick_expiry(ev), ("cpu", "ts_ns", "now_ns"))
     first_tick = ticks.groupby("cpu")[["ts_ns", "now_ns"]].first()
     grid = (start_mono // tick_ns + 1) * tick_ns  # the first tick due after the start
     never = np.iinfo(np.int64).max
@@ -324,8 +324,8 @@ def entries_before_first_tick(ev) -> set:
     # its tick does not.
     fresh = event_in(ev, ("sched_switch", "timer_base_idle")) & (
         (values(ev, "next_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
-    ticked = event_in(ev, ("hrtimer_expire_entry",)) & function_in(ev, TICK_FUNCTIONS)
-    entry = event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) != CPU_IDLE_EXIT)
+    ticked = is_tick_expiry(ev)
+    entry = is_idle_entry(ev)
     on = np.flatnonzero(fresh | ticked | entry)
     state = latest_on_cpu(ev["cpu"].to_numpy()[on], np.where(fresh, 1, np.where(ticked, 0, -1))[on])
     return set(ev["line"].to_numpy()[on[entry[on] & (state == 1)]].tolist())
@@ -346,7 +346,7 @@ def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
     # until the CPU leaves the idle loop (tick_nohz_idle_exit restarts it).
     stop = event_in(ev, ("tick_stop",))
     restart = event_in(ev, ("sched_switch",)) & (values(ev, "prev_pid", -1) == 0)
-    entry = event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) != CPU_IDLE_EXIT)
+    entry = is_idle_entry(ev)
     on = np.flatnonzero(ev["cpu"].isin(cpus_with_idle).to_numpy() & (stop | restart | entry))
     cpu = ev["cpu"].to_numpy()[on]
     stopped = latest_on_cpu(cpu, np.where(stop, 1, np.where(restart, 0, -1))[on]) == 1

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.events import CPU_IDLE_EXIT, TICK_FUNCTIONS, is_tick
-from ..trace.rows import event_in, function_in, latest_on_cpu, previous_on_cpu, rows, str_isin, values
+from ..trace.events import (CPU_IDLE_EXIT, TICK_FUNCTIONS, is_idle_entry, is_idle_loop_exit, is_tick,
+                            is_tick_expiry, is_tick_stop)
+from ..trace.rows import event_in, function_in, latest_on_cpu, previous_on_cpu, rows, values
 
 MAX_STALLED_JIFFIES = 5  # tick_sched_do_timer (kernel/time/tick-sched.c); the engine's kMaxStalledJiffies
 
@@ -81,11 +82,8 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     # What each event does to jiffies or the duty (_NONE: nothing; the first event's time starts jiffies).
     irq = event_in(ev, ("hrtimer_expire_entry",)) & _known(ev, "now_ns")
     # A failed stop (nohz_full dependency) keeps the tick and the duty.
-    stop = event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)
-    # The tick restarts when the CPU leaves the idle loop: to a task, or (6.8+) without one, which shows
-    # as timer_clear_idle's is_idle=0.
-    restart = event_in(ev, ("sched_switch", "timer_base_idle")) & (
-        (values(ev, "prev_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
+    stop = is_tick_stop(ev)
+    restart = is_idle_loop_exit(ev)  # the tick restarts
     wake = event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) == CPU_IDLE_EXIT)
     arm = event_in(ev, ("timer_start",)) & _known(ev, "expires_jiffies") & _known(ev, "timeout_jiffies")
     expiry = event_in(ev, ("timer_expire_entry",)) & _known(ev, "now_jiffies")
@@ -148,12 +146,7 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
 
 
 def tick_events(ev):
-    return ev[(ev["event"] == "hrtimer_expire_entry") & is_tick_function(ev["function"])]
-
-
-def is_tick_function(function: pd.Series) -> pd.Series:
-    """``function.astype(str).isin(TICK_FUNCTIONS)``."""
-    return pd.Series(str_isin(function, TICK_FUNCTIONS), index=function.index)
+    return ev[is_tick_expiry(ev)]
 
 
 def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_check=True):
@@ -193,12 +186,10 @@ def tick_wakeups(ev, tick_ns, offset=None):
     jiffies-update duty's holder advances jiffies there, which other CPUs'
     tick decisions read (tick_nohz_next_event's basej)."""
     tick = event_in(ev, ("hrtimer_start", "hrtimer_expire_entry")) & function_in(ev, TICK_FUNCTIONS)
-    stop = event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)  # a failed stop keeps the tick
-    # The idle loop is left: to a task, or (6.8+) without one (timer_clear_idle's is_idle=0).
-    left = event_in(ev, ("sched_switch", "timer_base_idle")) & (
-        (values(ev, "prev_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
+    stop = is_tick_stop(ev)
+    left = is_idle_loop_exit(ev)
     idle = event_in(ev, ("cpu_idle",))
-    entry = idle & (values(ev, "state", -1) != CPU_IDLE_EXIT)
+    entry = is_idle_entry(ev)
     on = np.flatnonzero(tick | stop | left | idle)
     cpu = ev["cpu"].to_numpy()[on]
     stopped = latest_on_cpu(cpu, np.where(stop, 1, np.where(left, 0, -1))[on]) == 1

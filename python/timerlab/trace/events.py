@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _core
-from .rows import previous_on_cpu
+from .rows import event_in, function_in, previous_on_cpu, values
 
 _TIMER_FLAG_LETTERS = ((_core.TIMER_DEFERRABLE, "D"), (_core.TIMER_PINNED, "P"), (_core.TIMER_IRQSAFE, "I"))
 CPU_IDLE_EXIT = 4294967295  # cpu_idle's state= when a CPU leaves idle (PWR_EVENT_EXIT as u32)
@@ -69,6 +69,31 @@ def need_resched(ev: pd.DataFrame) -> list:
     cats = s.cat.categories.astype(str)
     set_ = np.array([len(f) > 1 and f[1] != "." for f in cats] + [None], dtype=object)
     return set_[s.cat.codes.to_numpy()].tolist()  # code -1 (no flags on that line) takes the last: None
+
+
+# Per-row masks of what the replay's state machines react to (missing fields
+# count as the text spelled nothing: an entry without state=, a stop without
+# success=, ...).
+def is_idle_entry(ev) -> np.ndarray:
+    """cpu_idle entering a state (not its exit)."""
+    return event_in(ev, ("cpu_idle",)) & (values(ev, "state", -1) != CPU_IDLE_EXIT)
+
+
+def is_tick_expiry(ev) -> np.ndarray:
+    """The tick's hrtimer running (hrtimer_expire_entry of a TICK_FUNCTIONS callback)."""
+    return event_in(ev, ("hrtimer_expire_entry",)) & function_in(ev, TICK_FUNCTIONS)
+
+
+def is_tick_stop(ev) -> np.ndarray:
+    """A tick_stop that stopped the tick (a failed one, a nohz_full dependency, keeps it)."""
+    return event_in(ev, ("tick_stop",)) & (values(ev, "success", -1) != 0)
+
+
+def is_idle_loop_exit(ev) -> np.ndarray:
+    """The CPU leaves the idle loop, which restarts a stopped tick: a switch
+    to a task, or (6.8+) without one, timer_clear_idle's is_idle=0."""
+    return event_in(ev, ("sched_switch", "timer_base_idle")) & (
+        (values(ev, "prev_pid", -1) == 0) | (values(ev, "is_idle", -1) == 0))
 
 
 def expiry_detaches(event, cpu, timer) -> set:

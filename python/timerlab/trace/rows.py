@@ -41,8 +41,7 @@ def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
     """``ev[ev["event"].isin(names)]`` with only ``columns`` (those ``ev``
     has): a boolean selection copies every column of the trace, some sixty,
     where a reader wants a few."""
-    cols = [c for c in dict.fromkeys(("event",) + tuple(columns)) if c in ev]
-    return ev.iloc[event_rows(ev, names), ev.columns.get_indexer(cols)]
+    return rows(ev, event_rows(ev, names), dict.fromkeys(("event",) + tuple(columns)))
 
 
 def rows(ev, where, names) -> pd.DataFrame:
