@@ -46,10 +46,15 @@ enum WorkKind : std::uint8_t {
 // What an hrtimer's callback does (engine_hrtimer.cpp).
 enum class HrtimerKind : std::uint8_t { none, tick, sleeper, fair_server, script };
 
-struct CpuState {
+// Laid out by the paths that touch it, in cache lines (the struct is
+// aligned to one): at 256 CPUs a CPU's state is cold again by its next
+// step, so each line an idle cycle touches is a miss. Line 0: what every
+// step reads; 1: the idle entry and exit; 2: the queues; 3-4: the clock
+// interrupt and the wakeup's cause; then what only a replay, an old
+// kernel or a rare path reads.
+struct alignas(64) CpuState {
   // The fields every step reads (next_time, clock_at) and the clock
-  // interrupt reads or writes, together at the front: a CPU's step touches
-  // these lines and few others.
+  // interrupt reads or writes.
   Activity act = Activity::run;
   bool tick_stopped = false;
   bool need_resched = false;   // set by an IPI or a local wakeup while in irq
@@ -70,14 +75,27 @@ struct CpuState {
   std::int64_t ipi_at = INT64_MAX;
   std::int64_t exit_done = INT64_MAX;    // while exiting, when the exit ends
   std::int64_t since = 0;                // start of the current activity
-  std::priority_queue<WorkItem, std::vector<WorkItem>, std::greater<>> work;
-  std::int64_t softirq_end = 0;  // when its last timer softirq's callbacks are done
-  std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
+
   // How late the clock wakeup that ends this idle period arrives
   // (wake_latency.hpp): drawn at the idle entry, unless a replay traced the
-  // wakeup programmed for traced_late_for.
+  // wakeup programmed for traced_late_for (by traced_late_ns, below).
   std::int64_t wake_late_ns = 0;
-  std::int64_t traced_late_for = INT64_MIN, traced_late_ns = 0;
+  std::int64_t traced_late_for = INT64_MIN;
+  // Idle (idle.hpp): when the state was entered, what the governor
+  // predicted; the exit latency of the exit that started the current
+  // interrupt work.
+  std::int64_t idle_entry = 0, predicted = 0;
+  std::int64_t wake_exit_latency = 0;
+  std::int64_t timer_expires = 0;        // tick_nohz_next_event's result
+  std::int64_t period_row = -1;
+  std::size_t idle_log_row = SIZE_MAX;
+
+  std::priority_queue<WorkItem, std::vector<WorkItem>, std::greater<>> work;
+  std::vector<int> runq;                 // runnable tasks, FIFO
+  std::unique_ptr<Governor> governor;
+
+  std::int64_t softirq_end = 0;  // when its last timer softirq's callbacks are done
+  std::int64_t tick_delay_ns = 0;  // a replayed trace's lateness of this CPU's periodic tick
   // The clock interrupt being served, for the latency of what it runs: the
   // time its device was programmed for, when it reached the CPU (an idle
   // CPU's wakeup; INT64_MIN: the CPU was awake), the exit latency paid and
@@ -92,8 +110,25 @@ struct CpuState {
   // The first hrtimer the interrupt that ended an idle period ran (its
   // function names the wakeup), kNoHrtimer if none.
   std::int32_t wake_function = -1;
-  bool always_busy = false;
+  // A replay's traced stay awake (wake_irq) for the clock wakeup of the
+  // tick grid point or stopped-tick time wake_irq_for (below); -1: none.
+  std::int64_t wake_irq_ns = -1;
+  // A replayed idle_exit: the CPU idles again no earlier than this.
+  std::int64_t exit_stay_until_ns = 0;
+  std::uint64_t local_before = 0, remote_before = 0;
   bool script_busy = false;    // a replayed trace has a task running here
+  std::uint8_t script_tick = 0;  // a replayed trace's tick decision: 0 governor, 1 keep, 2 stop
+  bool wake_pending = false;  // a task was woken onto this idle CPU and has not run yet
+  bool irq_for_work = false;   // in an interrupt from idle whose work item is not yet served
+  bool remote_more = false;    // let go of the hierarchy mid-way (remote_yield): back at irq end
+  bool wake_by_tick = false;
+  bool package_ok = false;         // every other CPU of the package was idle at entry
+  bool expires_computed = false;   // ts->timer_expires_base is set this pass
+
+  std::int64_t traced_late_ns = 0;
+  std::int64_t wake_irq_for = INT64_MIN;
+  bool always_busy = false;
+  std::uint8_t stalled_jiffies = 0;  // jiffies_duty: own ticks that saw jiffies unchanged
   // A replayed trace's activity on this CPU, one item at a time: the next
   // item's position, when it is due (entries at other times are stale), and
   // how far the activity runs behind (or ahead of) the trace since a task
@@ -101,38 +136,14 @@ struct CpuState {
   std::uint32_t script_cursor = 0;
   std::int64_t script_due = INT64_MIN;
   std::int64_t script_shift_ns = 0;
-  std::uint8_t script_tick = 0;  // a replayed trace's tick decision: 0 governor, 1 keep, 2 stop
-  bool wake_pending = false;  // a task was woken onto this idle CPU and has not run yet
   // A replayed busy_start whose task the CPU pulled itself: until then it
   // is still idle_cpu() to get_nohz_timer_target (replay only).
   std::int64_t idle_cpu_until_ns = 0;
-  // A replayed idle_exit: the CPU idles again no earlier than this.
-  std::int64_t exit_stay_until_ns = 0;
-  bool irq_for_work = false;   // in an interrupt from idle whose work item is not yet served
-  bool resched_ipi = false;    // woken by a timer IPI without a task to run
-  bool remote_more = false;    // let go of the hierarchy mid-way (remote_yield): back at irq end
-  std::uint8_t stalled_jiffies = 0;  // jiffies_duty: own ticks that saw jiffies unchanged
   // Before 5.9: the STD base's next_expiry as the idle path left it (and a
   // remote wakeup lowered it to the requested expiry).
   jiffies_t next_expiry_pre59 = 0;
   jiffies_t last_tick_jiffies = 0;
   HrtimerId fair_server = kNoHrtimer;    // the fair server's dl_task_timer (SimConfig)
-  bool wake_by_tick = false;
-  // A replay's traced stay awake (wake_irq) for the clock wakeup of the
-  // tick grid point or stopped-tick time wake_irq_for; -1: none.
-  std::int64_t wake_irq_for = INT64_MIN, wake_irq_ns = -1;
-  std::int64_t timer_expires = 0;        // tick_nohz_next_event's result
-  std::vector<int> runq;                 // runnable tasks, FIFO
-  // Idle (idle.hpp): the state entered, when, what the governor predicted;
-  // while exiting, when the exit ends and what woke the CPU.
-  std::unique_ptr<Governor> governor;
-  std::int64_t idle_entry = 0, predicted = 0;
-  bool package_ok = false;         // every other CPU of the package was idle at entry
-  bool expires_computed = false;   // ts->timer_expires_base is set this pass
-  std::int64_t wake_exit_latency = 0;  // of the exit that started the current interrupt work
-  std::uint64_t local_before = 0, remote_before = 0;
-  std::int64_t period_row = -1;
-  std::size_t idle_log_row = SIZE_MAX;
 };
 
 // A measured wakeup on its way to res.latency: the hrtimer's requested (R)

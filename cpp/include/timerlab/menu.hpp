@@ -106,7 +106,10 @@ int which_bucket(std::uint64_t duration_ns);
 // Returns the typical interval in µs, or menu::NO_INTERVAL.
 unsigned get_typical_interval(const std::array<unsigned, menu::INTERVALS>& intervals);
 
-class MenuGovernor final : public Governor {
+// Aligned to a cache line: select reads and writes nearly all of its ~190
+// bytes at every idle entry, three lines rather than the four an unaligned
+// allocation straddles (cold again by the next entry at 256 CPUs).
+class alignas(64) MenuGovernor final : public Governor {
  public:
   explicit MenuGovernor(const GovernorParams& params);
 
