@@ -23,6 +23,10 @@ def test_event_selection_is_isin(ev):
     # A plain string column (not a Categorical) takes the other path to the same rows.
     plain = ev[["event"]].astype({"event": str})
     assert np.array_equal(event_rows(plain, NAMES), np.flatnonzero(mask))
+    # Any number of names: compared one by one, or through a table of the categories.
+    cats = list(ev["event"].cat.categories)
+    for k in (1, 8, 9, len(cats)):
+        assert np.array_equal(event_in(ev, cats[:k] + ["no_such_event"]), ev["event"].isin(cats[:k]).to_numpy())
     cols = ["cpu", "function", "expires_ns", "no_such_column"]
     got = select_events(ev, NAMES, cols)
     pd.testing.assert_frame_equal(got, ev.loc[mask, ["event", "cpu", "function", "expires_ns"]])

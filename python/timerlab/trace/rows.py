@@ -15,6 +15,8 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
+_FEW_EVENTS = 8  # event_in: up to this many names, a compare per name
+
 
 def event_rows(ev: pd.DataFrame, names) -> np.ndarray:
     """Positions of the rows of the events ``names``, in order."""
@@ -23,18 +25,25 @@ def event_rows(ev: pd.DataFrame, names) -> np.ndarray:
 
 def event_in(ev, names) -> np.ndarray:
     """Per row, whether its event is one of ``names``. Read off the
-    Categorical's codes through a table of the categories: a string compare
-    of every row was a sizeable share of validate's time on large traces,
-    and so was ``np.isin`` of the codes (it widens them first)."""
+    Categorical's codes: a string compare of every row was a sizeable share
+    of validate's time on large traces, and so was ``np.isin`` of the codes
+    (it widens them first). A few names are compared code by code (a compare
+    of the narrow codes is some forty times faster than the table lookup
+    that more names take)."""
     e = ev["event"]
     if not isinstance(e.dtype, pd.CategoricalDtype):
         return e.isin(names).to_numpy(dtype=bool)
     cats = e.cat.categories
-    wanted = np.zeros(len(cats) + 1, dtype=bool)  # the last: code -1, a missing event
-    for n in names:
-        if n in cats:
-            wanted[cats.get_loc(n)] = True
-    return wanted[e.cat.codes.to_numpy()]
+    codes = e.cat.codes.to_numpy()
+    wanted = [cats.get_loc(n) for n in dict.fromkeys(names) if n in cats]
+    if len(wanted) <= _FEW_EVENTS:
+        out = np.zeros(len(codes), dtype=bool)
+        for k in wanted:
+            out |= codes == k  # a missing event (code -1) is none of them
+        return out
+    table = np.zeros(len(cats) + 1, dtype=bool)  # the last: code -1, a missing event
+    table[wanted] = True
+    return table.take(codes)  # take: no widening of the codes to a fancy index first
 
 
 def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
