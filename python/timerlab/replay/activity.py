@@ -62,13 +62,16 @@ def timer_wakeups(ev, hrtimers: bool = True) -> dict:
     if hrtimers:
         events += ("hrtimer_expire_entry", "hrtimer_start", "hrtimer_cancel")
     mask = event_in(ev, events)
-    # Any hrtimer event but an hrtimer_wakeup's expiry ends that callback: of a run of them on a CPU, the
-    # first only can (the callback state is per CPU).
+    # Any hrtimer event but an hrtimer_wakeup's expiry ends that callback: the first one after such an
+    # expiry on its CPU only can (the callback state is per CPU; the others do nothing else).
     wakeup = function_in(ev, ("hrtimer_wakeup",))
     ends = mask & (event_in(ev, ("hrtimer_start", "hrtimer_cancel"))
                    | event_in(ev, ("hrtimer_expire_entry",)) & ~wakeup)
     keep = np.flatnonzero(mask)
-    keep = keep[~ends[keep] | ~previous_flag_on_cpu(ev["cpu"].to_numpy()[keep], ends[keep], False)]
+    cpu = ev["cpu"].to_numpy()[keep]
+    began = event_in(ev, ("hrtimer_expire_entry",)) & wakeup
+    in_wakeup = latest_on_cpu(cpu, np.where(began, 1, np.where(ends, 0, -1))[keep]) == 1
+    keep = keep[~ends[keep] | previous_flag_on_cpu(cpu, in_wakeup, False)]
     sel = rows(ev, keep,
                ("event", "cpu", "line", "timer", "wakee_pid", "target_cpu", "next_pid", "flags", "hrtimer"))
     deferrable = {}  # timer -> its last timer_start had D
@@ -204,8 +207,9 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
 
 def _task_rows(ev):
     """need_resched(ev) as an array; the positions of the rows that can
-    change task_intervals' state: idle entries and exits, switches, wakeups;
-    the first event after an idle entry or a switch to the idle task; a
+    change task_intervals' state: idle entries, switches, wakeups; the first
+    event after an idle entry or a switch to the idle task (an idle exit
+    elsewhere changes nothing: the event before it ended the idle period); a
     task's first event after a switch or a cpu_idle (a switch away from the
     idle task not logged); of a run of events with need-resched set on a
     CPU, the first (it marks the CPU's task enqueued; only the CPU's own
@@ -217,15 +221,16 @@ def _task_rows(ev):
     had = prev >= 0
     marks = event_in(ev, ("cpu_idle", "sched_switch"))
     wakeup = event_in(ev, ("sched_wakeup",))
-    idles = is_idle_entry(ev) | (
-        event_in(ev, ("sched_switch",)) & (values(ev, "next_pid", -1) == 0))
+    entry = is_idle_entry(ev)
+    idles = entry | (event_in(ev, ("sched_switch",)) & (values(ev, "next_pid", -1) == 0))
     after = had & idles[prev]
     task = values(ev, "pid", 0) != 0
     since = latest_on_cpu(cpu, np.where(marks, 1, np.where(task, 0, -1)))
     first_task = task & (~had | (since[prev] == 1))
     own = need.astype(bool) & ~wakeup
     first_need = own & ~(had & own[prev])
-    return need, np.flatnonzero(marks | wakeup | after | first_task | first_need), np.flatnonzero(~had)
+    exits = event_in(ev, ("cpu_idle",)) & ~entry
+    return need, np.flatnonzero(marks & ~exits | wakeup | after | first_task | first_need), np.flatnonzero(~had)
 
 
 def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()):
