@@ -79,6 +79,12 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     holding the duty when the trace begins (None: nobody); ``handovers``, a
     list, receives (ts, line, cpu, new holder or None) at each change;
     ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+)."""
+    return _fit(_fit_rows(ev, offset, j0, tick_ns), holder, handovers, stall_check)
+
+
+def _fit_rows(ev, offset, j0, tick_ns) -> tuple:
+    """What jiffies_fit replays, whoever holds the duty: (the jiffies at the
+    first event, or None; the per-row lists it reads)."""
     # What each event does to jiffies or the duty (_NONE: nothing; the first event's time starts jiffies).
     irq = event_in(ev, ("hrtimer_expire_entry",)) & _known(ev, "now_ns")
     # A failed stop (nohz_full dependency) keeps the tick and the duty.
@@ -106,10 +112,16 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     obs = np.where(arm[on], _u64(ev, "expires_jiffies")[on] - _u64(ev, "timeout_jiffies")[on],
                    _u64(ev, "now_jiffies")[on]).tolist()
     jif = _plus((ts[first] - offset) // tick_ns, j0)[0] if len(first) else None
+    return jif, (act[on].tolist(), cpu.tolist(), stopped, grid, now_j, tick, obs, ts[on].tolist(),
+                 ev["line"].to_numpy()[on].tolist())
+
+
+def _fit(rows, holder, handovers, stall_check) -> dict:
+    """jiffies_fit's replay of ``rows`` (_fit_rows) with ``holder`` holding the duty at the start."""
+    jif, columns = rows
     last_seen, stalls = {}, {}
     ok_grid = ok_kernel = total = 0
-    for a, c, st, g, nj, tk, o, t, ln in zip(act[on].tolist(), cpu.tolist(), stopped, grid, now_j, tick, obs,
-                                              ts[on].tolist(), ev["line"].to_numpy()[on].tolist()):
+    for a, c, st, g, nj, tk, o, t, ln in zip(*columns):
         if a == _IRQ:
             if st:
                 jif = max(jif, nj)  # tick_nohz_irq_enter: jiffies brought up to date
@@ -162,7 +174,8 @@ def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_ch
     order = list(dict.fromkeys(first + sorted(candidates)))
     if not order:
         return -1
-    fits = [jiffies_fit(prefix, offset, j0, tick_ns, holder=c, stall_check=stall_check)["kernel"] for c in order]
+    rows = _fit_rows(prefix, offset, j0, tick_ns)  # replayed once per candidate
+    fits = [_fit(rows, c, None, stall_check)["kernel"] for c in order]
     return order[int(np.argmax(fits))]
 
 
