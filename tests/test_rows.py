@@ -72,6 +72,9 @@ def test_latest_on_cpu_is_the_last_set_value(ev):
     [(1, None, 3), (4, 5, 6)],          # a None: left to pandas
     [(1, 2**63, 3)],                    # beyond int64
     [(1, 2.5, 3)],
+    [(1, True, 3)],                     # a bool: object column
+    [(1, np.int64(2), 3)],              # a NumPy scalar: left to pandas
+    [(1, 2, 3), (4, 5)],                # rows of unequal length
     [],
 ])
 def test_rows_frame_is_the_dataframe_constructor(rows):
