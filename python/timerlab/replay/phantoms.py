@@ -56,18 +56,18 @@ def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
              for f in {f for f, e in zip(flags, event) if e == "timer_start"}}
     pending = _Pending()  # known global timers: timer -> (base CPU, bucket ns)
     out, open_ = [], {}  # phantoms; CPU -> its phantom still pending
-    for i, e in enumerate(event):
+    for i, (e, tm, nx) in enumerate(zip(event, timer, nextevt)):
         if e == "timer_start":
-            pending.pop(timer[i])
+            pending.pop(tm)
             if not local[flags[i]] and bucket[i] is not None:
-                pending.put(timer[i], base_cpu[i], (int(bucket[i]) - j0) * tick_ns)
+                pending.put(tm, base_cpu[i], (int(bucket[i]) - j0) * tick_ns)
         elif e == "timer_cancel":
             if i not in detaches:
-                pending.pop(timer[i])
+                pending.pop(tm)
         elif e == "timer_expire_entry":
-            pending.pop(timer[i])
-        elif e != "timer_expire_exit" and nextevt[i] is not None:
-            c, t_mono, nxt = cpu[i], ts[i] - offset, int(nextevt[i])
+            pending.pop(tm)
+        elif e != "timer_expire_exit" and nx is not None:
+            c, t_mono, nxt = cpu[i], ts[i] - offset, int(nx)
             p = open_.get(c)
             if p is not None and p["due_ns"] <= t_mono:
                 del open_[c]  # its time has come: the simulation expires it
@@ -76,8 +76,8 @@ def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
                     p["cancel"] = (ts[i], line[i])
                     del open_[c]
                 continue
-            known = pending.earliest(c)
-            if nxt == KTIME_MAX or nxt >= known or nxt <= t_mono:
+            # The CPU's earliest known timer last: the dearest test.
+            if nxt == KTIME_MAX or nxt <= t_mono or nxt >= pending.earliest(c):
                 continue
             j = nxt // tick_ns + j0
             expires = _expires_for_bucket(j, t_mono // tick_ns + j0, hz)
