@@ -88,6 +88,7 @@ class _Bases:
         self.where: dict[int, tuple] = {}  # timer pointer -> (base key, wheel timer id)
         self.ids: dict[tuple, int] = {}  # (pointer, base key) -> wheel timer id
         self.ptr_of: dict[tuple, int] = {}  # (base key, wheel timer id) -> pointer
+        self.idle_cores: dict[int, list] = {}  # CPU -> the core wheels of its LOCAL and GLOBAL bases
         # Timers collected for expiry whose timer_expire_entry is still to
         # come: pointer -> (base key, collection number, level). The kernel
         # reads baseclk when it starts a level's list, after the callbacks of
@@ -102,8 +103,10 @@ class _Bases:
         if w is None:
             w = self.wheels[key] = TimerWheel(hz=self.hz, clk=jiffies, log=False)
             w.jiffies = jiffies
-        elif jiffies > w.jiffies:
-            w.jiffies = jiffies
+            if key[1] != "DEF":
+                self.idle_cores.setdefault(key[0], []).append(w._w)
+        elif jiffies > w._w.jiffies:  # an expires - timeout, in range: no check_int per start
+            w._w.jiffies = jiffies
         return w
 
     def start(self, ptr, key, expires, jiffies):
@@ -174,13 +177,13 @@ class _Bases:
                 w._collect_ids(jiffies)
 
     def idle_entry(self, cpu, basej):
-        """Idle path: refresh and forward the LOCAL and GLOBAL bases to basej."""
-        for kind in ("LOCAL", "GLOBAL"):
-            w = self.wheels.get((cpu, kind))
-            if w is not None and basej >= w._w.jiffies:
-                w._w.jiffies = basej
-                w._w.next_timer_interrupt(basej)
-                w._w.forward(basej)
+        """Idle path: refresh and forward the LOCAL and GLOBAL bases to basej
+        (each its own wheel: the order they were created in will do)."""
+        for w in self.idle_cores.get(cpu, ()):
+            if basej >= w.jiffies:
+                w.jiffies = basej
+                w.next_timer_interrupt(basej)
+                w.forward(basej)
 
 
 def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay:
@@ -216,8 +219,8 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     bases = _Bases(hz)
     placed, expired = [], []
     jiffies = None  # best known jiffies at the current event
-    acting = tqdm(acting, desc="wheel", unit=" events", unit_scale=True, leave=False,
-                  disable=None if progress else True)
+    if progress:  # (a disabled bar still costs a generator step per event)
+        acting = tqdm(acting, desc="wheel", unit=" events", unit_scale=True, leave=False, disable=None)
     for i in acting:
         e = event[i]
         if e == "timer_start":
