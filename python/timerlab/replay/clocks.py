@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..trace.events import (CPU_IDLE_EXIT, TICK_FUNCTIONS, is_idle_entry, is_idle_loop_exit, is_tick,
                             is_tick_expiry, is_tick_stop)
-from ..trace.rows import event_in, function_in, latest_on_cpu, previous_on_cpu, rows, values
+from ..trace.rows import event_in, event_rows, function_in, latest_on_cpu, previous_on_cpu, rows, select_events, values
 
 MAX_STALLED_JIFFIES = 5  # tick_sched_do_timer (kernel/time/tick-sched.c); the engine's kMaxStalledJiffies
 
@@ -21,7 +21,7 @@ def clock_offset(ev) -> int:
     """Trace clock - CLOCK_MONOTONIC: the smallest gap between an hrtimer
     expiry's timestamp and its monotonic now= (the entry is logged after now
     was read; timestamps may be truncated to µs, hence the -1 µs slack)."""
-    h = ev[ev["event"] == "hrtimer_expire_entry"]
+    h = select_events(ev, ("hrtimer_expire_entry",), ("ts_ns", "now_ns"))
     d = h["ts_ns"].to_numpy(np.int64) - h["now_ns"].to_numpy(dtype=np.int64, na_value=0)
     d = d[h["now_ns"].notna().to_numpy()]
     if not len(d):
@@ -167,8 +167,7 @@ def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_ch
     ``candidates`` (the CPUs whose tick runs at the start), the one whose
     holding the duty best reproduces the jiffies recorded by the first
     ``observations`` timer events; ties go to the first CPU to log a tick."""
-    obs = ev["event"].isin(("timer_start", "timer_expire_entry")).to_numpy()
-    idx = np.flatnonzero(obs)
+    idx = event_rows(ev, ("timer_start", "timer_expire_entry"))
     prefix = ev.iloc[:idx[min(observations, len(idx)) - 1] + 1] if len(idx) else ev
     first = [c for c in dict.fromkeys(tick_events(prefix)["cpu"].tolist()) if c in candidates]
     order = list(dict.fromkeys(first + sorted(candidates)))
