@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import (CPU_IDLE_EXIT, TICK_FUNCTIONS, column, is_idle_entry, is_tick_expiry,
-                            need_resched)
+                            need_resched_array)
 from ..trace.rows import (cpu_order, event_in, function_in, latest_on_cpu, previous_flag_on_cpu, previous_on_cpu,
                           rows, values)
 from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
@@ -215,7 +215,7 @@ def _task_rows(ev):
     CPU, the first (it marks the CPU's task enqueued; only the CPU's own
     events that need-resched does not mark start that anew); of each CPU's
     first row."""
-    need = np.array(need_resched(ev), dtype=object)
+    need = need_resched_array(ev)
     cpu = ev["cpu"].to_numpy()
     prev = previous_on_cpu(cpu)
     had = prev >= 0

@@ -154,7 +154,7 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     is_start = event_in(sel, ("hrtimer_start",))
     hr = np.flatnonzero(is_hr)
     detach = np.zeros(len(sel), dtype=bool)
-    names = sel["event"].to_numpy(dtype=object)[hr]  # no missing name: all hrtimer events
+    names = sel["event"].iloc[hr].to_numpy(dtype=object)  # no missing name: all hrtimer events
     detach[hr[sorted(hrtimer_detaches(names, cpu[hr], ptr[hr]))]] = True
     tick = np.isin(ptr, np.array(sorted(ticks), dtype=np.uint64))
     work = is_hr & ~tick

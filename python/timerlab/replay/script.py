@@ -284,7 +284,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     for ts, prev, line, target in zip(wk_rows["ts_ns"].tolist(), prev_ts.tolist(), wk_rows["line"].tolist(),
                                       wk_rows["target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
         if 0 <= target < nr_cpus:
-            t = ts if pd.isna(prev) else max(int(prev) + 1, ts - 50_000)
+            t = ts if prev != prev else max(int(prev) + 1, ts - 50_000)  # prev != prev: NaN, no event before
             rows.append((t, line, target, OP_WAKE_PENDING, 0, 0, 0, 0, target, 0))
     # A remote wakeup through the target's wake list marks it ttwu_pending when the waker queues the
     # task and sends its IPI; the sched_wakeup line comes later, from the target's IPI handler.
