@@ -113,7 +113,7 @@ class _Bases:
         """timer_start: arm on its base; returns (idx, bucket_expiry, clk used)."""
         old = self.where.get(ptr)
         if old is not None and old[0] != key:
-            self.wheels[old[0]].del_timer(old[1])
+            self.wheels[old[0]]._w.del_timer(old[1])  # the core's: an id of its own, no check_int
         w = self._wheel(key, jiffies)
         t = self.ids.get((ptr, key))
         if t is None:
@@ -130,7 +130,7 @@ class _Bases:
     def cancel(self, ptr):
         loc = self.where.get(ptr)
         if loc is not None:
-            self.wheels[loc[0]].del_timer(loc[1])
+            self.wheels[loc[0]]._w.del_timer(loc[1])
 
     def expire(self, ptr, now):
         """timer_expire_entry: run the timer's base one collection at a time
@@ -217,6 +217,7 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     detaches = expiry_detaches(event, cpu, timer)
 
     bases = _Bases(hz)
+    base_kind = {}  # flags -> base_of_flags(flags): a trace spells a handful
     placed, expired = [], []
     jiffies = None  # best known jiffies at the current event
     if progress:  # (a disabled bar still costs a generator step per event)
@@ -225,7 +226,10 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
         e = event[i]
         if e == "timer_start":
             jiffies = (expires[i] - timeout[i]) % _U64
-            key = (base_cpu[i], base_of_flags(flags[i]))
+            kind = base_kind.get(flags[i])
+            if kind is None:
+                kind = base_kind[flags[i]] = base_of_flags(flags[i])
+            key = (base_cpu[i], kind)
             placed.append(bases.start(timer[i], key, expires[i], jiffies))
         elif e == "timer_cancel":
             if i not in detaches:
