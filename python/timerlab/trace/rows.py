@@ -102,8 +102,14 @@ def previous_on_cpu(cpu) -> np.ndarray:
     cpu = np.asarray(cpu)
     order = cpu_order(cpu)
     prev = np.full(len(cpu), -1, dtype=np.int64)
-    same = cpu[order[1:]] == cpu[order[:-1]]
-    prev[order[1:][same]] = order[:-1][same]
+    if len(cpu):
+        # In CPU order, each row's predecessor, but at each CPU's first row: one scatter of every row.
+        cs = cpu[order]
+        before = np.empty(len(cpu), dtype=np.int64)
+        before[0] = -1
+        before[1:] = order[:-1]
+        before[1:][cs[1:] != cs[:-1]] = -1
+        prev[order] = before
     return prev
 
 
@@ -122,10 +128,13 @@ def latest_on_cpu(cpu: np.ndarray, value: np.ndarray) -> np.ndarray:
     others keep."""
     order = cpu_order(cpu)
     c, v = cpu[order], value[order]
-    n = np.arange(len(c))
-    start = np.maximum.accumulate(np.where(np.r_[True, c[1:] != c[:-1]], n, 0)) if len(c) else n
-    last = np.maximum.accumulate(np.where(v >= 0, n, -1)) if len(c) else n
     out = np.empty_like(v)
+    if not len(c):
+        return out
+    n = np.arange(len(c))
+    first = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])  # where each CPU's rows begin
+    start = np.repeat(first, np.diff(np.r_[first, len(c)]))
+    last = np.maximum.accumulate(np.where(v >= 0, n, -1))
     out[order] = np.where(last >= start, v[last], -1)
     return out
 
