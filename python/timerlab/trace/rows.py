@@ -33,8 +33,8 @@ def event_in(ev, names) -> np.ndarray:
     e = ev["event"]
     if not isinstance(e.dtype, pd.CategoricalDtype):
         return e.isin(names).to_numpy(dtype=bool)
-    cats = e.cat.categories
-    codes = e.cat.codes.to_numpy()
+    cats = e.dtype.categories
+    codes = e.array.codes  # the Categorical's own array (.cat.codes builds a Series of it)
     wanted = [cats.get_loc(n) for n in dict.fromkeys(names) if n in cats]
     if len(wanted) <= _FEW_EVENTS:
         out = np.zeros(len(codes), dtype=bool)
@@ -58,7 +58,10 @@ def rows(ev, where, names) -> pd.DataFrame:
     ``names`` (those ``ev`` has; column() fills the others): a selection of
     the whole frame copies some forty columns to read a few."""
     where = np.flatnonzero(where) if where.dtype == bool else where
-    return ev.iloc[where, ev.columns.get_indexer([n for n in names if n in ev])]
+    cols = ev.columns
+    names = [n for n in names if n in ev]
+    # get_loc through the index's cached table: get_indexer builds an Index of the names first.
+    return ev.iloc[where, [cols.get_loc(n) for n in names] if cols.is_unique else cols.get_indexer(names)]
 
 
 def values(ev, name, na) -> np.ndarray:
@@ -79,8 +82,8 @@ def str_test(s: pd.Series, pred) -> np.ndarray:
     tested as "nan"; for a Categorical once per category: a string per row
     cost more than the rest."""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        hit = np.array([bool(pred(c)) for c in s.cat.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
-        return hit[s.cat.codes.to_numpy()]  # code -1 (missing) takes the last
+        hit = np.array([bool(pred(c)) for c in s.dtype.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
+        return hit[s.array.codes]  # code -1 (missing) takes the last
     return np.array([bool(pred(str(v))) for v in s.to_numpy(dtype=object, na_value="nan")], dtype=bool)
 
 
