@@ -58,10 +58,12 @@ def rows(ev, where, names) -> pd.DataFrame:
     ``names`` (those ``ev`` has; column() fills the others): a selection of
     the whole frame copies some forty columns to read a few."""
     where = np.flatnonzero(where) if where.dtype == bool else where
-    cols = ev.columns
     names = [n for n in names if n in ev]
-    # get_loc through the index's cached table: get_indexer builds an Index of the names first.
-    return ev.iloc[where, [cols.get_loc(n) for n in names] if cols.is_unique else cols.get_indexer(names)]
+    if not ev.columns.is_unique:
+        return ev.iloc[where, ev.columns.get_indexer(names)]  # which raises, as pandas does
+    # Each column's own take, into a frame that keeps them (iloc's path through
+    # the block manager cost as much again on a large selection).
+    return pd.DataFrame({n: ev[n].array.take(where) for n in names}, index=ev.index[where], copy=False)
 
 
 def values(ev, name, na) -> np.ndarray:
