@@ -80,9 +80,16 @@ def _program_events(ev) -> pd.DataFrame:
 
 def holders(programs: pd.DataFrame, p_ns: int) -> frozenset:
     """The CPUs whose stopped tick was programmed for ``p_ns`` at that time."""
-    m = (programs["programmed_ns"].to_numpy() == p_ns) & (programs["from_ns"].to_numpy() <= p_ns) \
-        & (programs["until_ns"].to_numpy() > p_ns)
-    return frozenset(programs["cpu"].to_numpy()[m].tolist())
+    return _holder_sets(programs, [p_ns])[0]
+
+
+def _holder_sets(programs: pd.DataFrame, times) -> list:
+    """holders(programs, p) of each p of ``times`` (frozenset() for None),
+    the table's columns read once: pandas per expiry cost more than the masks."""
+    programmed, from_ns, until_ns, cpu = (programs[c].to_numpy() for c in ("programmed_ns", "from_ns", "until_ns",
+                                                                          "cpu"))
+    return [frozenset() if p is None else
+            frozenset(cpu[(programmed == p) & (from_ns <= p) & (until_ns > p)].tolist()) for p in times]
 
 
 def winner_programs(programs: pd.DataFrame, cpus, times) -> list:
@@ -126,9 +133,9 @@ def race_columns(x: pd.DataFrame, trace, script, res, sim_events=None) -> pd.Dat
     cpu_sim = [None if pd.isna(c) else int(c) for c in x["cpu_sim"]]
     t_sim = [None if s < 0 else int(s) for s in x["expired_ns_sim"].fillna(-1).astype(np.int64)]
     p_sim = winner_programs(sim_prog, cpu_sim, t_sim)
-    h_tr = [holders(tr_prog, p) if p is not None else frozenset() for p in p_tr]
+    h_tr = _holder_sets(tr_prog, p_tr)
     h_tr = [h if h else frozenset({int(c)}) for h, c in zip(h_tr, x["cpu_trace"])]
-    h_sim = [holders(sim_prog, p) if p is not None else frozenset() for p in p_sim]
+    h_sim = _holder_sets(sim_prog, p_sim)
     h_sim = [h if h or c is None else frozenset({c}) for h, c in zip(h_sim, cpu_sim)]
     out = x.copy()
     out["holders_trace"] = h_tr

@@ -371,7 +371,8 @@ def hidden_tick_policies(ev, cpus):
     hrtimer_start, mode ABS; a stopped tick is programmed ABS|PINNED|HARD)
     kept the tick (1); for the others the simulation decides (0). Set just
     before the period begins."""
-    sub = ev[ev["cpu"].isin(cpus)]
+    sub = rows(ev, ev["cpu"].isin(cpus).to_numpy(), ("event", "cpu", "ts_ns", "line", "pid", "next_pid", "mode",
+                                                      "function"))
     event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
     pid, next_pid, mode = column(sub, "pid"), column(sub, "next_pid"), column(sub, "mode", "")
     function = column(sub, "function", "")
