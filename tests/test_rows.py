@@ -23,6 +23,10 @@ def test_event_selection_is_isin(ev):
     # A plain string column (not a Categorical) takes the other path to the same rows.
     plain = ev[["event"]].astype({"event": str})
     assert np.array_equal(event_rows(plain, NAMES), np.flatnonzero(mask))
+    # Any number of names: compared one by one, or through a table of the categories.
+    cats = list(ev["event"].cat.categories)
+    for k in (1, 8, 9, len(cats)):
+        assert np.array_equal(event_in(ev, cats[:k] + ["no_such_event"]), ev["event"].isin(cats[:k]).to_numpy())
     cols = ["cpu", "function", "expires_ns", "no_such_column"]
     got = select_events(ev, NAMES, cols)
     pd.testing.assert_frame_equal(got, ev.loc[mask, ["event", "cpu", "function", "expires_ns"]])
@@ -68,7 +72,16 @@ def test_latest_on_cpu_is_the_last_set_value(ev):
     [(1, None, 3), (4, 5, 6)],          # a None: left to pandas
     [(1, 2**63, 3)],                    # beyond int64
     [(1, 2.5, 3)],
+    [(1, True, 3)],                     # a bool: object column
+    [(1, np.int64(2), 3)],              # a NumPy scalar: left to pandas
     [],
 ])
 def test_rows_frame_is_the_dataframe_constructor(rows):
     pd.testing.assert_frame_equal(rows_frame(rows, ["a", "b", "c"]), pd.DataFrame(rows, columns=["a", "b", "c"]))
+
+
+@pytest.mark.filterwarnings("ignore:Constructing a DataFrame from a list of sequences with mismatched lengths")
+def test_rows_frame_refuses_rows_of_another_length():
+    # As many values as 2 rows of 3, not read as one stream of them: pandas says the rows do not fit.
+    with pytest.raises(ValueError):
+        rows_frame([(1, 2, 3, 4), (5, 6)], ["a", "b", "c"])

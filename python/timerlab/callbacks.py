@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 
 from .trace.events import column
+from .trace.rows import select_events
 
 DEFAULT_NS = 2000
 # hrtimer callbacks (hard interrupt context) in simulations: assumed figures
@@ -40,7 +41,8 @@ def instance_durations(ev) -> tuple[dict, dict]:
     of a trace: each expiry paired with the timer_start before it of the same
     timer, its duration from timer_expire_entry to the timer_expire_exit on
     the same CPU."""
-    sel = ev[ev["event"].isin(("timer_start", "timer_expire_entry", "timer_expire_exit"))]
+    sel = select_events(ev, ("timer_start", "timer_expire_entry", "timer_expire_exit"),
+                        ("cpu", "ts_ns", "timer", "line", "function"))
     event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
     timer, line, function = column(sel, "timer"), column(sel, "line"), column(sel, "function", "")
     last_start, running, out, by_fn = {}, {}, {}, {}

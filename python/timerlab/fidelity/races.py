@@ -26,39 +26,40 @@ import numpy as np
 import pandas as pd
 
 from ..trace.events import TICK_FUNCTIONS, column
-from ..trace.rows import rows_frame, select_events, str_isin
+from ..trace.rows import (event_in, latest_on_cpu, previous_on_cpu, rows, rows_frame, select_events, str_isin,
+                          values)
 
 
 def stopped_programs(ev, offset_ns: int = 0) -> pd.DataFrame:
     """One row per programming of a stopped tick's wakeup: cpu, from_ns (when
     programmed), until_ns (the next programming of that CPU's tick, or its
     leaving the idle loop), programmed_ns. Times are ``ts_ns - offset_ns``
-    (CLOCK_MONOTONIC for a trace with its clock offset)."""
+    (CLOCK_MONOTONIC for a trace with its clock offset). Rows in the order
+    they end (those still open at the end last, in the order they began)."""
     sel = _program_events(ev)
-    event, cpu, ts = column(sel, "event"), column(sel, "cpu"), column(sel, "ts_ns")
-    expires, success = column(sel, "expires_ns"), column(sel, "success")
-    stopped, open_, rows = set(), {}, []
-
-    def close(c, t):
-        p = open_.pop(c, None)
-        if p is not None:
-            rows.append((c, p[0], t, p[1]))
-
-    for e, c, t, exp, succ in zip(event, cpu, ts, expires, success):
-        t -= offset_ns
-        if e == "tick_stop":
-            if succ != 0:
-                stopped.add(c)
-            continue
-        close(c, t)  # a programming of the tick, or leaving the idle loop
-        if e != "hrtimer_start":
-            stopped.discard(c)
-        elif c in stopped and exp is not None:
-            open_[c] = (t, int(exp))
-    end = int(ev["ts_ns"].max()) - offset_ns + 1 if len(ev) else 0
-    for c in list(open_):
-        close(c, end)
-    return rows_frame(rows, ["cpu", "from_ns", "until_ns", "programmed_ns"])
+    cpu = sel["cpu"].to_numpy()
+    stop = event_in(sel, ("tick_stop",))
+    start = event_in(sel, ("hrtimer_start",))
+    # A successful tick_stop stops the CPU's tick (a failed one changes nothing), any event but a tick
+    # programming restarts it; a programming while stopped opens a program, the CPU's next event but
+    # a tick_stop ends it.
+    stopped = latest_on_cpu(cpu, np.where(stop, np.where(values(sel, "success", -1) != 0, 1, -1),
+                                          np.where(start, -1, 0))) == 1
+    known = sel["expires_ns"].notna().to_numpy() if "expires_ns" in sel else np.zeros(len(sel), dtype=bool)
+    opens = start & stopped & known
+    ends = np.flatnonzero(~stop)
+    before = previous_on_cpu(cpu[ends])
+    closing = np.flatnonzero(before >= 0)
+    closing = closing[opens[ends[before[closing]]]]
+    closed, by = ends[closing], ends[before[closing]]
+    by = np.concatenate([by, np.setdiff1d(np.flatnonzero(opens), by)])  # then those open at the end
+    ts = sel["ts_ns"].to_numpy() - offset_ns
+    until = ts[closed].tolist()
+    if len(by) > len(closed):
+        until += [int(ev["ts_ns"].max()) - offset_ns + 1] * (len(by) - len(closed))
+    programmed = [int(p) for p in column(rows(sel, by, ("expires_ns",)), "expires_ns")]
+    return rows_frame(list(zip(cpu[by].tolist(), ts[by].tolist(), until, programmed)),
+                      ["cpu", "from_ns", "until_ns", "programmed_ns"])
 
 
 def _program_events(ev) -> pd.DataFrame:
@@ -68,27 +69,27 @@ def _program_events(ev) -> pd.DataFrame:
     switches from a task and timer_base_idle other than an exit."""
     sel = select_events(ev, ("hrtimer_start", "tick_stop", "sched_switch", "timer_base_idle"),
                         ("cpu", "ts_ns", "function", "expires_ns", "success", "prev_pid", "is_idle"))
-    event = np.asarray(column(sel, "event"), dtype=object)
-    start = event == "hrtimer_start"
+    start = event_in(sel, ("hrtimer_start",))
     if "function" in sel:
         start &= sel["function"].isna().to_numpy() | str_isin(sel["function"], TICK_FUNCTIONS)
-    keep = ((event == "tick_stop") | start | ((event == "sched_switch") & _is(sel, "prev_pid", 0))
-            | ((event == "timer_base_idle") & _is(sel, "is_idle", 0)))
+    switch_out = event_in(sel, ("sched_switch",)) & (values(sel, "prev_pid", -1) == 0)
+    loop_exit = event_in(sel, ("timer_base_idle",)) & (values(sel, "is_idle", -1) == 0)
+    keep = event_in(sel, ("tick_stop",)) | start | switch_out | loop_exit
     return sel.iloc[np.flatnonzero(keep)]
-
-
-def _is(sel, name, value) -> np.ndarray:
-    """Where column ``name`` equals ``value`` (not where missing)."""
-    if name not in sel:
-        return np.zeros(len(sel), dtype=bool)
-    return (sel[name] == value).fillna(False).to_numpy(dtype=bool)
 
 
 def holders(programs: pd.DataFrame, p_ns: int) -> frozenset:
     """The CPUs whose stopped tick was programmed for ``p_ns`` at that time."""
-    m = (programs["programmed_ns"].to_numpy() == p_ns) & (programs["from_ns"].to_numpy() <= p_ns) \
-        & (programs["until_ns"].to_numpy() > p_ns)
-    return frozenset(programs["cpu"].to_numpy()[m].tolist())
+    return _holder_sets(programs, [p_ns])[0]
+
+
+def _holder_sets(programs: pd.DataFrame, times) -> list:
+    """holders(programs, p) of each p of ``times`` (frozenset() for None),
+    the table's columns read once: pandas per expiry cost more than the masks."""
+    programmed, from_ns, until_ns, cpu = (programs[c].to_numpy() for c in ("programmed_ns", "from_ns", "until_ns",
+                                                                          "cpu"))
+    return [frozenset() if p is None else
+            frozenset(cpu[(programmed == p) & (from_ns <= p) & (until_ns > p)].tolist()) for p in times]
 
 
 def winner_programs(programs: pd.DataFrame, cpus, times) -> list:
@@ -132,9 +133,9 @@ def race_columns(x: pd.DataFrame, trace, script, res, sim_events=None) -> pd.Dat
     cpu_sim = [None if pd.isna(c) else int(c) for c in x["cpu_sim"]]
     t_sim = [None if s < 0 else int(s) for s in x["expired_ns_sim"].fillna(-1).astype(np.int64)]
     p_sim = winner_programs(sim_prog, cpu_sim, t_sim)
-    h_tr = [holders(tr_prog, p) if p is not None else frozenset() for p in p_tr]
+    h_tr = _holder_sets(tr_prog, p_tr)
     h_tr = [h if h else frozenset({int(c)}) for h, c in zip(h_tr, x["cpu_trace"])]
-    h_sim = [holders(sim_prog, p) if p is not None else frozenset() for p in p_sim]
+    h_sim = _holder_sets(sim_prog, p_sim)
     h_sim = [h if h or c is None else frozenset({c}) for h, c in zip(h_sim, cpu_sim)]
     out = x.copy()
     out["holders_trace"] = h_tr

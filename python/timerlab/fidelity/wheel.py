@@ -88,6 +88,7 @@ class _Bases:
         self.where: dict[int, tuple] = {}  # timer pointer -> (base key, wheel timer id)
         self.ids: dict[tuple, int] = {}  # (pointer, base key) -> wheel timer id
         self.ptr_of: dict[tuple, int] = {}  # (base key, wheel timer id) -> pointer
+        self.idle_cores: dict[int, list] = {}  # CPU -> the core wheels of its LOCAL and GLOBAL bases
         # Timers collected for expiry whose timer_expire_entry is still to
         # come: pointer -> (base key, collection number, level). The kernel
         # reads baseclk when it starts a level's list, after the callbacks of
@@ -102,15 +103,17 @@ class _Bases:
         if w is None:
             w = self.wheels[key] = TimerWheel(hz=self.hz, clk=jiffies, log=False)
             w.jiffies = jiffies
-        elif jiffies > w.jiffies:
-            w.jiffies = jiffies
+            if key[1] != "DEF":
+                self.idle_cores.setdefault(key[0], []).append(w._w)
+        elif jiffies > w._w.jiffies:  # an expires - timeout, in range: no check_int per start
+            w._w.jiffies = jiffies
         return w
 
     def start(self, ptr, key, expires, jiffies):
         """timer_start: arm on its base; returns (idx, bucket_expiry, clk used)."""
         old = self.where.get(ptr)
         if old is not None and old[0] != key:
-            self.wheels[old[0]].del_timer(old[1])
+            self.wheels[old[0]]._w.del_timer(old[1])  # the core's: an id of its own, no check_int
         w = self._wheel(key, jiffies)
         t = self.ids.get((ptr, key))
         if t is None:
@@ -127,7 +130,7 @@ class _Bases:
     def cancel(self, ptr):
         loc = self.where.get(ptr)
         if loc is not None:
-            self.wheels[loc[0]].del_timer(loc[1])
+            self.wheels[loc[0]]._w.del_timer(loc[1])
 
     def expire(self, ptr, now):
         """timer_expire_entry: run the timer's base one collection at a time
@@ -174,13 +177,13 @@ class _Bases:
                 w._collect_ids(jiffies)
 
     def idle_entry(self, cpu, basej):
-        """Idle path: refresh and forward the LOCAL and GLOBAL bases to basej."""
-        for kind in ("LOCAL", "GLOBAL"):
-            w = self.wheels.get((cpu, kind))
-            if w is not None and basej >= w._w.jiffies:
-                w._w.jiffies = basej
-                w._w.next_timer_interrupt(basej)
-                w._w.forward(basej)
+        """Idle path: refresh and forward the LOCAL and GLOBAL bases to basej
+        (each its own wheel: the order they were created in will do)."""
+        for w in self.idle_cores.get(cpu, ()):
+            if basej >= w.jiffies:
+                w.jiffies = basej
+                w.next_timer_interrupt(basej)
+                w.forward(basej)
 
 
 def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay:
@@ -214,15 +217,19 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     detaches = expiry_detaches(event, cpu, timer)
 
     bases = _Bases(hz)
+    base_kind = {}  # flags -> base_of_flags(flags): a trace spells a handful
     placed, expired = [], []
     jiffies = None  # best known jiffies at the current event
-    acting = tqdm(acting, desc="wheel", unit=" events", unit_scale=True, leave=False,
-                  disable=None if progress else True)
+    if progress:  # (a disabled bar still costs a generator step per event)
+        acting = tqdm(acting, desc="wheel", unit=" events", unit_scale=True, leave=False, disable=None)
     for i in acting:
         e = event[i]
         if e == "timer_start":
             jiffies = (expires[i] - timeout[i]) % _U64
-            key = (base_cpu[i], base_of_flags(flags[i]))
+            kind = base_kind.get(flags[i])
+            if kind is None:
+                kind = base_kind[flags[i]] = base_of_flags(flags[i])
+            key = (base_cpu[i], kind)
             placed.append(bases.start(timer[i], key, expires[i], jiffies))
         elif e == "timer_cancel":
             if i not in detaches:

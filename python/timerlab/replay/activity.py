@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import (CPU_IDLE_EXIT, TICK_FUNCTIONS, column, is_idle_entry, is_tick_expiry,
-                            need_resched)
+                            need_resched_array)
 from ..trace.rows import (cpu_order, event_in, function_in, latest_on_cpu, previous_flag_on_cpu, previous_on_cpu,
                           rows, values)
 from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
@@ -62,13 +62,16 @@ def timer_wakeups(ev, hrtimers: bool = True) -> dict:
     if hrtimers:
         events += ("hrtimer_expire_entry", "hrtimer_start", "hrtimer_cancel")
     mask = event_in(ev, events)
-    # Any hrtimer event but an hrtimer_wakeup's expiry ends that callback: of a run of them on a CPU, the
-    # first only can (the callback state is per CPU).
+    # Any hrtimer event but an hrtimer_wakeup's expiry ends that callback: the first one after such an
+    # expiry on its CPU only can (the callback state is per CPU; the others do nothing else).
     wakeup = function_in(ev, ("hrtimer_wakeup",))
     ends = mask & (event_in(ev, ("hrtimer_start", "hrtimer_cancel"))
                    | event_in(ev, ("hrtimer_expire_entry",)) & ~wakeup)
     keep = np.flatnonzero(mask)
-    keep = keep[~ends[keep] | ~previous_flag_on_cpu(ev["cpu"].to_numpy()[keep], ends[keep], False)]
+    cpu = ev["cpu"].to_numpy()[keep]
+    began = event_in(ev, ("hrtimer_expire_entry",)) & wakeup
+    in_wakeup = latest_on_cpu(cpu, np.where(began, 1, np.where(ends, 0, -1))[keep]) == 1
+    keep = keep[~ends[keep] | previous_flag_on_cpu(cpu, in_wakeup, False)]
     sel = rows(ev, keep,
                ("event", "cpu", "line", "timer", "wakee_pid", "target_cpu", "next_pid", "flags", "hrtimer"))
     deferrable = {}  # timer -> its last timer_start had D
@@ -204,28 +207,30 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
 
 def _task_rows(ev):
     """need_resched(ev) as an array; the positions of the rows that can
-    change task_intervals' state: idle entries and exits, switches, wakeups;
-    the first event after an idle entry or a switch to the idle task; a
+    change task_intervals' state: idle entries, switches, wakeups; the first
+    event after an idle entry or a switch to the idle task (an idle exit
+    elsewhere changes nothing: the event before it ended the idle period); a
     task's first event after a switch or a cpu_idle (a switch away from the
     idle task not logged); of a run of events with need-resched set on a
     CPU, the first (it marks the CPU's task enqueued; only the CPU's own
     events that need-resched does not mark start that anew); of each CPU's
     first row."""
-    need = np.array(need_resched(ev), dtype=object)
+    need = need_resched_array(ev)
     cpu = ev["cpu"].to_numpy()
     prev = previous_on_cpu(cpu)
     had = prev >= 0
     marks = event_in(ev, ("cpu_idle", "sched_switch"))
     wakeup = event_in(ev, ("sched_wakeup",))
-    idles = is_idle_entry(ev) | (
-        event_in(ev, ("sched_switch",)) & (values(ev, "next_pid", -1) == 0))
+    entry = is_idle_entry(ev)
+    idles = entry | (event_in(ev, ("sched_switch",)) & (values(ev, "next_pid", -1) == 0))
     after = had & idles[prev]
     task = values(ev, "pid", 0) != 0
     since = latest_on_cpu(cpu, np.where(marks, 1, np.where(task, 0, -1)))
     first_task = task & (~had | (since[prev] == 1))
     own = need.astype(bool) & ~wakeup
     first_need = own & ~(had & own[prev])
-    return need, np.flatnonzero(marks | wakeup | after | first_task | first_need), np.flatnonzero(~had)
+    exits = event_in(ev, ("cpu_idle",)) & ~entry
+    return need, np.flatnonzero(marks & ~exits | wakeup | after | first_task | first_need), np.flatnonzero(~had)
 
 
 def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()):
@@ -366,7 +371,8 @@ def hidden_tick_policies(ev, cpus):
     hrtimer_start, mode ABS; a stopped tick is programmed ABS|PINNED|HARD)
     kept the tick (1); for the others the simulation decides (0). Set just
     before the period begins."""
-    sub = ev[ev["cpu"].isin(cpus)]
+    sub = rows(ev, ev["cpu"].isin(cpus).to_numpy(), ("event", "cpu", "ts_ns", "line", "pid", "next_pid", "mode",
+                                                      "function"))
     event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
     pid, next_pid, mode = column(sub, "pid"), column(sub, "next_pid"), column(sub, "mode", "")
     function = column(sub, "function", "")

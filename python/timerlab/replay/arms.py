@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.events import column
+from ..trace.rows import select_events
 
 PLACE_POLICY, PLACE_ON_CPU, PLACE_OWN_BASE = 0, 1, 2  # the core's ArmPlace
 PLACE_NAMES = ("placement", "on_cpu", "own_base")
@@ -40,8 +41,9 @@ PLACE_NAMES = ("placement", "on_cpu", "own_base")
 
 def arm_places(ev, nr_cpus: int, pull_model: bool) -> dict:
     """{line of a timer_start: its place code} for every timer_start of ``ev``."""
-    sel = ev[ev["event"].isin(("timer_start", "timer_expire_entry", "timer_expire_exit", "sched_switch",
-                               "sched_wakeup", "sched_wakeup_new"))]
+    sel = select_events(ev, ("timer_start", "timer_expire_entry", "timer_expire_exit", "sched_switch", "sched_wakeup",
+                             "sched_wakeup_new"), ("cpu", "line", "timer", "pid", "next_pid", "target_cpu", "base_cpu",
+                                                   "flags"))
     event, cpu, line, timer = column(sel, "event"), column(sel, "cpu"), column(sel, "line"), column(sel, "timer")
     pid, next_pid, target = column(sel, "pid"), column(sel, "next_pid"), column(sel, "target_cpu")
     base, flags = column(sel, "base_cpu"), column(sel, "flags", "")

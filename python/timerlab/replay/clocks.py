@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..trace.events import (CPU_IDLE_EXIT, TICK_FUNCTIONS, is_idle_entry, is_idle_loop_exit, is_tick,
                             is_tick_expiry, is_tick_stop)
-from ..trace.rows import event_in, function_in, latest_on_cpu, previous_on_cpu, rows, values
+from ..trace.rows import event_in, event_rows, function_in, latest_on_cpu, previous_on_cpu, rows, select_events, values
 
 MAX_STALLED_JIFFIES = 5  # tick_sched_do_timer (kernel/time/tick-sched.c); the engine's kMaxStalledJiffies
 
@@ -21,7 +21,7 @@ def clock_offset(ev) -> int:
     """Trace clock - CLOCK_MONOTONIC: the smallest gap between an hrtimer
     expiry's timestamp and its monotonic now= (the entry is logged after now
     was read; timestamps may be truncated to µs, hence the -1 µs slack)."""
-    h = ev[ev["event"] == "hrtimer_expire_entry"]
+    h = select_events(ev, ("hrtimer_expire_entry",), ("ts_ns", "now_ns"))
     d = h["ts_ns"].to_numpy(np.int64) - h["now_ns"].to_numpy(dtype=np.int64, na_value=0)
     d = d[h["now_ns"].notna().to_numpy()]
     if not len(d):
@@ -79,6 +79,12 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     holding the duty when the trace begins (None: nobody); ``handovers``, a
     list, receives (ts, line, cpu, new holder or None) at each change;
     ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+)."""
+    return _fit(_fit_rows(ev, offset, j0, tick_ns), holder, handovers, stall_check)
+
+
+def _fit_rows(ev, offset, j0, tick_ns) -> tuple:
+    """What jiffies_fit replays, whoever holds the duty: (the jiffies at the
+    first event, or None; the per-row lists it reads)."""
     # What each event does to jiffies or the duty (_NONE: nothing; the first event's time starts jiffies).
     irq = event_in(ev, ("hrtimer_expire_entry",)) & _known(ev, "now_ns")
     # A failed stop (nohz_full dependency) keeps the tick and the duty.
@@ -106,10 +112,16 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     obs = np.where(arm[on], _u64(ev, "expires_jiffies")[on] - _u64(ev, "timeout_jiffies")[on],
                    _u64(ev, "now_jiffies")[on]).tolist()
     jif = _plus((ts[first] - offset) // tick_ns, j0)[0] if len(first) else None
+    return jif, (act[on].tolist(), cpu.tolist(), stopped, grid, now_j, tick, obs, ts[on].tolist(),
+                 ev["line"].to_numpy()[on].tolist())
+
+
+def _fit(rows, holder, handovers, stall_check) -> dict:
+    """jiffies_fit's replay of ``rows`` (_fit_rows) with ``holder`` holding the duty at the start."""
+    jif, columns = rows
     last_seen, stalls = {}, {}
     ok_grid = ok_kernel = total = 0
-    for a, c, st, g, nj, tk, o, t, ln in zip(act[on].tolist(), cpu.tolist(), stopped, grid, now_j, tick, obs,
-                                              ts[on].tolist(), ev["line"].to_numpy()[on].tolist()):
+    for a, c, st, g, nj, tk, o, t, ln in zip(*columns):
         if a == _IRQ:
             if st:
                 jif = max(jif, nj)  # tick_nohz_irq_enter: jiffies brought up to date
@@ -155,14 +167,14 @@ def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_ch
     ``candidates`` (the CPUs whose tick runs at the start), the one whose
     holding the duty best reproduces the jiffies recorded by the first
     ``observations`` timer events; ties go to the first CPU to log a tick."""
-    obs = ev["event"].isin(("timer_start", "timer_expire_entry")).to_numpy()
-    idx = np.flatnonzero(obs)
+    idx = event_rows(ev, ("timer_start", "timer_expire_entry"))
     prefix = ev.iloc[:idx[min(observations, len(idx)) - 1] + 1] if len(idx) else ev
     first = [c for c in dict.fromkeys(tick_events(prefix)["cpu"].tolist()) if c in candidates]
     order = list(dict.fromkeys(first + sorted(candidates)))
     if not order:
         return -1
-    fits = [jiffies_fit(prefix, offset, j0, tick_ns, holder=c, stall_check=stall_check)["kernel"] for c in order]
+    rows = _fit_rows(prefix, offset, j0, tick_ns)  # replayed once per candidate
+    fits = [_fit(rows, c, None, stall_check)["kernel"] for c in order]
     return order[int(np.argmax(fits))]
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..trace.events import TICK_FUNCTIONS, column
 from ..trace.hrtimers import hrtimer_detaches
-from ..trace.rows import previous_on_cpu, select_events, str_isin
+from ..trace.rows import event_in, previous_on_cpu, select_events, str_isin
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
 # Events after which an hrtimer callback that ran on that CPU is over: a start
@@ -92,34 +92,39 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
     seen = {}  # pointer -> timestamp of its last event
 
     def key(p):
-        if p not in keys:
-            keys[p] = len(pointers)
+        k = keys.get(p)
+        if k is None:
+            k = keys[p] = len(pointers)
             pointers.append(p)
-        return keys[p]
+        return k
+
+    # A callback's code, extending fcode: a dict of its own, str() once per name (not per start).
+    codes = {}
 
     def code(name):
-        return fcode.setdefault(str(name), len(fcode))
+        k = codes.get(name)
+        if k is None:
+            k = codes[name] = fcode.setdefault(str(name), len(fcode))
+        return k
 
-    for i, e in enumerate(event):
-        p, c = ptr[i], cpu[i]
-        since, seen[p] = seen.get(p), ts[i]
+    for i, (e, p, c, t) in enumerate(zip(event, ptr, cpu, ts)):
+        since, seen[p] = seen.get(p), t
         if e == "hrtimer_start":
-            if expires[i] is None:
+            hard = expires[i]
+            if hard is None:
                 continue
-            soft = softexp[i] if softexp[i] is not None else expires[i]
-            fn = str(function[i])
-            flags = mode_bits(mode[i])
+            soft = softexp[i] if softexp[i] is not None else hard
             if own_start[i]:
                 own.add(line[i])  # __run_hrtimer's restart, on the base it ran from
-            rows.append((ts[i], line[i], c, OP_HR_ARM, key(p), int(soft), flags, code(fn), c,
-                         max(0, int(expires[i]) - int(soft))))
-            armed[p] = (int(expires[i]), line[i])
+            rows.append((t, line[i], c, OP_HR_ARM, key(p), int(soft), mode_bits(mode[i]), code(function[i]), c,
+                         max(0, int(hard) - int(soft))))
+            armed[p] = (int(hard), line[i])
         elif e == "hrtimer_cancel":
             if not detach[i] and p in keys:
-                rows.append((ts[i], line[i], c, OP_HR_CANCEL, keys[p], 0, 0, 0, c, 0))
+                rows.append((t, line[i], c, OP_HR_CANCEL, keys[p], 0, 0, 0, c, 0))
             armed.pop(p, None)
         else:  # hrtimer_expire_entry
-            handler = max(int(now[i]), ts[i] - offset) if now[i] is not None else ts[i] - offset
+            handler = max(int(now[i]), t - offset) if now[i] is not None else t - offset
             if p not in armed and now[i] is not None:
                 # Armed without a trace: at the start or after its last event, pinned where it ran, for its
                 # handler's clock reading.
@@ -140,20 +145,24 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     on the base it ran from (the CPU's last expiry, start or callback end
     before it was that timer's expiry), and whether it is a cancel that is a
     detach (hrtimer_detaches)."""
-    event = np.asarray(column(sel, "event"), dtype=object)
+    # Masks of the event codes and NumPy columns: object arrays of every row's name and pointer (a
+    # Python list first) cost more than the rest.
     cpu = sel["cpu"].to_numpy()
-    ptr = np.asarray(column(sel, "hrtimer", 0), dtype=np.uint64)
-    is_hr = np.isin(event, HRTIMER_EVENTS)
+    ptr = (sel["hrtimer"].to_numpy(dtype=np.uint64, na_value=0) if "hrtimer" in sel
+           else np.zeros(len(sel), dtype=np.uint64))
+    is_hr = event_in(sel, HRTIMER_EVENTS)
+    is_start = event_in(sel, ("hrtimer_start",))
     hr = np.flatnonzero(is_hr)
     detach = np.zeros(len(sel), dtype=bool)
-    detach[hr[sorted(hrtimer_detaches(event[hr], cpu[hr], ptr[hr]))]] = True
+    names = sel["event"].iloc[hr].to_numpy(dtype=object)  # no missing name: all hrtimer events
+    detach[hr[sorted(hrtimer_detaches(names, cpu[hr], ptr[hr]))]] = True
     tick = np.isin(ptr, np.array(sorted(ticks), dtype=np.uint64))
     work = is_hr & ~tick
     has_expiry = sel["expires_ns"].notna().to_numpy() if "expires_ns" in sel else np.zeros(len(sel), dtype=bool)
-    start = work & (event == "hrtimer_start") & has_expiry
-    expiry = work & (event == "hrtimer_expire_entry")
+    start = work & is_start & has_expiry
+    expiry = work & event_in(sel, ("hrtimer_expire_entry",))
     # What ends a callback's run on its CPU (a start without an expiry is not replayed and ends nothing).
-    ends = (~is_hr | (tick & (event != "hrtimer_start"))) | start | expiry
+    ends = (~is_hr | (tick & ~is_start)) | start | expiry
     at = np.flatnonzero(ends)
     prev = previous_on_cpu(cpu[at])
     k = np.flatnonzero(start[at] & (prev >= 0))

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _core
+from .._checks import check_hz
 from ..trace.events import column, expiry_detaches
 from ..trace.rows import event_in, rows
-from ..wheel import calc_wheel_index, parse_timer_flags
+from ..wheel import parse_timer_flags
 
 PHANTOM_FUNCTION = "(armed before the trace)"
 PHANTOM = 0xFFFF_FFFF_0000_0000  # + n: pointer of phantom n (a kernel pointer is never this)
@@ -54,18 +56,18 @@ def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
              for f in {f for f, e in zip(flags, event) if e == "timer_start"}}
     pending = _Pending()  # known global timers: timer -> (base CPU, bucket ns)
     out, open_ = [], {}  # phantoms; CPU -> its phantom still pending
-    for i, e in enumerate(event):
+    for i, (e, tm, nx) in enumerate(zip(event, timer, nextevt)):
         if e == "timer_start":
-            pending.pop(timer[i])
+            pending.pop(tm)
             if not local[flags[i]] and bucket[i] is not None:
-                pending.put(timer[i], base_cpu[i], (int(bucket[i]) - j0) * tick_ns)
+                pending.put(tm, base_cpu[i], (int(bucket[i]) - j0) * tick_ns)
         elif e == "timer_cancel":
             if i not in detaches:
-                pending.pop(timer[i])
+                pending.pop(tm)
         elif e == "timer_expire_entry":
-            pending.pop(timer[i])
-        elif e != "timer_expire_exit" and nextevt[i] is not None:
-            c, t_mono, nxt = cpu[i], ts[i] - offset, int(nextevt[i])
+            pending.pop(tm)
+        elif e != "timer_expire_exit" and nx is not None:
+            c, t_mono, nxt = cpu[i], ts[i] - offset, int(nx)
             p = open_.get(c)
             if p is not None and p["due_ns"] <= t_mono:
                 del open_[c]  # its time has come: the simulation expires it
@@ -74,8 +76,8 @@ def phantom_timers(ev, offset, j0, tick_ns, hz) -> list:
                     p["cancel"] = (ts[i], line[i])
                     del open_[c]
                 continue
-            known = pending.earliest(c)
-            if nxt == KTIME_MAX or nxt >= known or nxt <= t_mono:
+            # The CPU's earliest known timer last: the dearest test.
+            if nxt == KTIME_MAX or nxt <= t_mono or nxt >= pending.earliest(c):
                 continue
             j = nxt // tick_ns + j0
             expires = _expires_for_bucket(j, t_mono // tick_ns + j0, hz)
@@ -111,6 +113,8 @@ def _expires_for_bucket(bucket_j, clk, hz):
     if bucket_j <= lo:
         return None
     cand = np.arange(lo, bucket_j + 1, dtype=np.uint64)
-    _, b = calc_wheel_index(cand, np.full_like(cand, clk), hz=hz)
+    # The core's own function: calc_wheel_index's checks and broadcasting of
+    # its arguments cost four times the computation, at every report.
+    _, b = _core.calc_wheel_index(cand, np.full_like(cand, clk), check_hz(hz))
     hit = cand[b == np.uint64(bucket_j)]
     return int(hit.max()) if len(hit) else None

@@ -284,7 +284,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     for ts, prev, line, target in zip(wk_rows["ts_ns"].tolist(), prev_ts.tolist(), wk_rows["line"].tolist(),
                                       wk_rows["target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
         if 0 <= target < nr_cpus:
-            t = ts if pd.isna(prev) else max(int(prev) + 1, ts - 50_000)
+            t = ts if prev != prev else max(int(prev) + 1, ts - 50_000)  # prev != prev: NaN, no event before
             rows.append((t, line, target, OP_WAKE_PENDING, 0, 0, 0, 0, target, 0))
     # A remote wakeup through the target's wake list marks it ttwu_pending when the waker queues the
     # task and sends its IPI; the sched_wakeup line comes later, from the target's IPI handler.
@@ -321,20 +321,17 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # programmed for the same time comes as late; the others draw from the
     # CPU's traced lateness, wake_stopped).
     wakeups = tick_wakeups(run, tick_ns, offset)
-    for g, d, cpu, line, stopped, _ in wakeups:
-        # On a CPU that logs no cpu_idle, a tick a period or more late may as well be
-        # a stopped tick's wakeup (its stops do not show): not a stall to replay.
-        if d >= tick_ns and cpu not in idle_cpus:
-            continue
-        if g + d >= start_ns:  # set just before the tick it delays (perhaps before the start)
-            rows.append((g - 1 + offset, line, cpu, OP_DELAY, 0, 0, WAKE_STOPPED if stopped else 0, 0, cpu, d))
+    # Each set just before the tick it delays (perhaps before the start). On a CPU that logs no cpu_idle,
+    # a tick a period or more late may as well be a stopped tick's wakeup (its stops do not show): not a
+    # stall to replay.
+    rows += [(g - 1 + offset, line, cpu, OP_DELAY, 0, 0, WAKE_STOPPED if stopped else 0, 0, cpu, d)
+             for g, d, cpu, line, stopped, _ in wakeups if (d < tick_ns or cpu in idle_cpus) and g + d >= start_ns]
     # How long each clock wakeup of an idle CPU kept it awake (softirqs included), beside its lateness: the
     # order in which CPUs woken by one tick idle again — which of them goes inactive last in the hierarchy —
     # is the order their interrupts end.
     ends = clock_wake_ends(run, sorted(idle_cpus), set(hr_expiries))
-    for g, d, cpu, line, _, _ in wakeups:
-        if line in ends and g + d >= start_ns:
-            rows.append((g - 1 + offset, line, cpu, OP_WAKE_IRQ, 0, 0, 0, 0, cpu, max(0, ends[line] - offset - (g + d))))
+    rows += [(g - 1 + offset, line, cpu, OP_WAKE_IRQ, 0, 0, 0, 0, cpu, max(0, ends[line] - offset - (g + d)))
+             for g, d, cpu, line, _, _ in wakeups if line in ends and g + d >= start_ns]
     hr_cpu = _cpu_of_lines(run, hr_expiries)
     for line, (e_ns, handler, _) in hr_expiries.items():  # a replayed hrtimer's wakeup, as a tick's
         if line in ends and e_ns >= start_ns:

@@ -63,12 +63,17 @@ def need_resched(ev: pd.DataFrame) -> list:
     their second character is not ``.`` (``N``, or one half of it, ``n`` /
     ``p``, or a lazy variant) — as a Python list; None where the text had no
     flags column (trace-cmd report without ``-l``, a trace.dat)."""
+    return need_resched_array(ev).tolist()
+
+
+def need_resched_array(ev: pd.DataFrame) -> np.ndarray:
+    """need_resched(ev) as an object array (the replay masks it: no list of every row in between)."""
     if "latency_flags" not in ev:
-        return [None] * len(ev)
+        return np.full(len(ev), None, dtype=object)
     s = ev["latency_flags"].astype("category")
     cats = s.cat.categories.astype(str)
     set_ = np.array([len(f) > 1 and f[1] != "." for f in cats] + [None], dtype=object)
-    return set_[s.cat.codes.to_numpy()].tolist()  # code -1 (no flags on that line) takes the last: None
+    return set_[s.cat.codes.to_numpy()]  # code -1 (no flags on that line) takes the last: None
 
 
 # Per-row masks of what the replay's state machines react to (missing fields

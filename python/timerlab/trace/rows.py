@@ -15,6 +15,8 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
+_FEW_EVENTS = 8  # event_in: up to this many names, a compare per name
+
 
 def event_rows(ev: pd.DataFrame, names) -> np.ndarray:
     """Positions of the rows of the events ``names``, in order."""
@@ -23,18 +25,25 @@ def event_rows(ev: pd.DataFrame, names) -> np.ndarray:
 
 def event_in(ev, names) -> np.ndarray:
     """Per row, whether its event is one of ``names``. Read off the
-    Categorical's codes through a table of the categories: a string compare
-    of every row was a sizeable share of validate's time on large traces,
-    and so was ``np.isin`` of the codes (it widens them first)."""
+    Categorical's codes: a string compare of every row was a sizeable share
+    of validate's time on large traces, and so was ``np.isin`` of the codes
+    (it widens them first). A few names are compared code by code (a compare
+    of the narrow codes is some forty times faster than the table lookup
+    that more names take)."""
     e = ev["event"]
     if not isinstance(e.dtype, pd.CategoricalDtype):
         return e.isin(names).to_numpy(dtype=bool)
-    cats = e.cat.categories
-    wanted = np.zeros(len(cats) + 1, dtype=bool)  # the last: code -1, a missing event
-    for n in names:
-        if n in cats:
-            wanted[cats.get_loc(n)] = True
-    return wanted[e.cat.codes.to_numpy()]
+    cats = e.dtype.categories
+    codes = e.array.codes  # the Categorical's own array (.cat.codes builds a Series of it)
+    wanted = [cats.get_loc(n) for n in dict.fromkeys(names) if n in cats]
+    if len(wanted) <= _FEW_EVENTS:
+        out = np.zeros(len(codes), dtype=bool)
+        for k in wanted:
+            out |= codes == k  # a missing event (code -1) is none of them
+        return out
+    table = np.zeros(len(cats) + 1, dtype=bool)  # the last: code -1, a missing event
+    table[wanted] = True
+    return table.take(codes)  # take: no widening of the codes to a fancy index first
 
 
 def select_events(ev: pd.DataFrame, names, columns) -> pd.DataFrame:
@@ -49,7 +58,12 @@ def rows(ev, where, names) -> pd.DataFrame:
     ``names`` (those ``ev`` has; column() fills the others): a selection of
     the whole frame copies some forty columns to read a few."""
     where = np.flatnonzero(where) if where.dtype == bool else where
-    return ev.iloc[where, ev.columns.get_indexer([n for n in names if n in ev])]
+    names = [n for n in names if n in ev]
+    if not ev.columns.is_unique:
+        return ev.iloc[where, ev.columns.get_indexer(names)]  # which raises, as pandas does
+    # Each column's own take, into a frame that keeps them (iloc's path through
+    # the block manager cost as much again on a large selection).
+    return pd.DataFrame({n: ev[n].array.take(where) for n in names}, index=ev.index[where], copy=False)
 
 
 def values(ev, name, na) -> np.ndarray:
@@ -70,8 +84,8 @@ def str_test(s: pd.Series, pred) -> np.ndarray:
     tested as "nan"; for a Categorical once per category: a string per row
     cost more than the rest."""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        hit = np.array([bool(pred(c)) for c in s.cat.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
-        return hit[s.cat.codes.to_numpy()]  # code -1 (missing) takes the last
+        hit = np.array([bool(pred(c)) for c in s.dtype.categories.astype(str)] + [bool(pred("nan"))], dtype=bool)
+        return hit[s.array.codes]  # code -1 (missing) takes the last
     return np.array([bool(pred(str(v))) for v in s.to_numpy(dtype=object, na_value="nan")], dtype=bool)
 
 
@@ -93,8 +107,14 @@ def previous_on_cpu(cpu) -> np.ndarray:
     cpu = np.asarray(cpu)
     order = cpu_order(cpu)
     prev = np.full(len(cpu), -1, dtype=np.int64)
-    same = cpu[order[1:]] == cpu[order[:-1]]
-    prev[order[1:][same]] = order[:-1][same]
+    if len(cpu):
+        # In CPU order, each row's predecessor, but at each CPU's first row: one scatter of every row.
+        cs = cpu[order]
+        before = np.empty(len(cpu), dtype=np.int64)
+        before[0] = -1
+        before[1:] = order[:-1]
+        before[1:][cs[1:] != cs[:-1]] = -1
+        prev[order] = before
     return prev
 
 
@@ -113,10 +133,13 @@ def latest_on_cpu(cpu: np.ndarray, value: np.ndarray) -> np.ndarray:
     others keep."""
     order = cpu_order(cpu)
     c, v = cpu[order], value[order]
-    n = np.arange(len(c))
-    start = np.maximum.accumulate(np.where(np.r_[True, c[1:] != c[:-1]], n, 0)) if len(c) else n
-    last = np.maximum.accumulate(np.where(v >= 0, n, -1)) if len(c) else n
     out = np.empty_like(v)
+    if not len(c):
+        return out
+    n = np.arange(len(c))
+    first = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])  # where each CPU's rows begin
+    start = np.repeat(first, np.diff(np.r_[first, len(c)]))
+    last = np.maximum.accumulate(np.where(v >= 0, n, -1))
     out[order] = np.where(last >= start, v[last], -1)
     return out
 
@@ -128,14 +151,14 @@ def rows_frame(rows: list, columns) -> pd.DataFrame:
     object, was most of the cost of a large table; any other mix (None,
     floats, bools, NumPy scalars, larger ints) is left to it."""
     # The types are checked on the tuples themselves (an object array of
-    # every value cost as much as the conversion), the rows' lengths by the
-    # shape NumPy gives them.
-    if rows and set(map(type, chain.from_iterable(rows))) == {int}:
+    # every value cost as much as the conversion); the values are read as
+    # one stream (np.array of the tuples took twice as long).
+    k = len(columns)
+    if rows and set(map(len, rows)) == {k} and set(map(type, chain.from_iterable(rows))) == {int}:
         try:
-            ints = np.array(rows, dtype=np.int64)
-        except (OverflowError, ValueError):  # beyond int64; rows of unequal length
+            ints = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=len(rows) * k)
+        except OverflowError:  # beyond int64
             pass
         else:
-            if ints.ndim == 2 and ints.shape[1] == len(columns):
-                return pd.DataFrame({c: ints[:, k] for k, c in enumerate(columns)})
+            return pd.DataFrame(ints.reshape(len(rows), k), columns=columns)
     return pd.DataFrame(rows, columns=columns)
