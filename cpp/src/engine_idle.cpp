@@ -151,6 +151,9 @@ void Engine::enter_state(unsigned cpu, int idx) {
   cs.idle_entry = now_;
   cs.predicted = cs.governor->predicted_ns();
   if (!cfg_.wake_latency.empty()) cs.wake_late_ns = cfg_.wake_latency.draw(cpu, cs.tick_stopped, wake_rng_[cpu]);
+  // A polling state is not halted: it takes its interrupt at once (drawn
+  // all the same, so that the draws do not depend on the states chosen).
+  if (states[static_cast<std::size_t>(idx)].polling) cs.wake_late_ns = 0;
   ++node_idle_[node];
   ++res_.cpus[cpu].idle_entries;
   if (cfg_.record_events) {

@@ -77,8 +77,9 @@ struct alignas(64) CpuState {
   std::int64_t since = 0;                // start of the current activity
 
   // How late the clock wakeup that ends this idle period arrives
-  // (wake_latency.hpp): drawn at the idle entry, unless a replay traced the
-  // wakeup programmed for traced_late_for (by traced_late_ns, below).
+  // (wake_latency.hpp): drawn at the idle entry (0 in a polling state),
+  // unless a replay traced the wakeup programmed for traced_late_for (by
+  // traced_late_ns, below).
   std::int64_t wake_late_ns = 0;
   std::int64_t traced_late_for = INT64_MIN;
   // Idle (idle.hpp): when the state was entered, what the governor
@@ -441,7 +442,12 @@ inline std::int64_t Engine::clock_at(unsigned cpu) const {
   const CpuState& cs = cpus_[cpu];
   const std::int64_t programmed = cs.device_next;
   if (programmed == INT64_MAX) return programmed;
-  if (cs.act != Activity::idle && !traced_hrtimers_) return programmed;
+  if (!traced_hrtimers_) {
+    if (cs.act != Activity::idle) return programmed;
+    // Idle, and no replay traced how late this CPU woke: the lateness
+    // drawn at its idle entry (0 in a polling state).
+    if (cs.traced_late_for == INT64_MIN) return programmed + cs.wake_late_ns;
+  }
   return clock_at_late(cpu, programmed);
 }
 
