@@ -170,7 +170,7 @@ struct TaskState {
   std::uint32_t burst_gen = 0;       // tells a preempted burst's stale end apart
   std::int64_t burst_end = 0;        // when its current burst ends
   std::int64_t remaining_ns = -1;    // preempted: the rest of its burst (-1: none)
-  LatencyDraft sample;               // a measured wakeup in flight (res.latency)
+  LatencyDraft sample{};             // a measured wakeup in flight (res.latency)
 };
 
 // An hrtimer's side data (the model's Hrtimer holds the kernel's fields).

@@ -343,7 +343,7 @@ void Engine::task_burst_end(unsigned cpu, int task) {
   run_next_task(cpu);
 }
 
-void Engine::hrtimer_sleep(unsigned cpu, int task) {
+void Engine::hrtimer_sleep(unsigned /*cpu*/, int task) {
   // The sleep's window by its kind (hrtimers-and-latency.md §A.2); an RT
   // task's is 0 (its timer_slack_ns, and schedule_hrtimeout_range since 6.12).
   TaskState& ts = tasks_[static_cast<std::size_t>(task)];
