@@ -280,7 +280,7 @@ void Engine::script_op(unsigned cpu, std::size_t i) {
   const ScriptItem& it = cfg_.workload.script.items[i];
   CpuState& cs = cpus_[cpu];
   set_context(cpu);
-  if (is_clock_item(it.op)) --script_queued_;  // queued at the start (setup_script), taken now
+  if (is_clock_item(it.op)) --script_queued_;  // queued at the start (start_script), taken now
   switch (it.op) {
     case ScriptOp::arm: {
       const TimerId t = script_timers_[it.key];
