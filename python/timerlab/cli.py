@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--no-rcu-tick", action="store_true",
                    help="timers alone decide when the tick stops (Config rcu_needs_cpu=False): no tick kept "
                         "from a task switching out to the CPU's next tick")
+    v.add_argument("--window-events", type=int, default=None, metavar="N",
+                   help="replay a trace of more than N events in windows of time of about N events, one at a "
+                        "time, in bounded memory (default 3000000; 0: whole, however large)")
     q = command("predict", "predict another kernel from a trace and check it against that kernel's real run",
                 "timerlab-predict")
     q.add_argument("trace", type=Path)

@@ -6,6 +6,9 @@
 * ``validate.py`` — the whole simulator: a trace replayed under the kernel's
   own policy, compared item by item with what the kernel did
   (:func:`validate`);
+* ``items.py`` — validate's items built from what it compared, in one
+  window or several; ``windows.py`` — traces larger than memory validated in
+  windows of time (a large text through a temporary store);
 * ``races.py`` — which idle CPUs held the migrator duty for each global
   timer, in the trace and in the simulation (races settled by wake order);
 * ``report.py`` — what validate found (:class:`FidelityReport`);

@@ -23,12 +23,12 @@ from .report import FidelityItem
 _WINDOW_NS = 250_000
 
 
-def hrtimer_item(trace, script, res) -> FidelityItem:
-    name = "hrtimer"
+def hrtimer_expiries(trace, script, res) -> pd.DataFrame | None:
+    """Each traced expiry of a replayed hrtimer with the simulation's (None:
+    no hrtimer other than the tick was replayed)."""
     keys = {int(p): k for k, p in enumerate(script.hrtimer_pointers)}
     if not keys:
-        return FidelityItem(name, None, 0, 0, pd.DataFrame(),
-                            "not compared: no hrtimer other than the tick replayed (the trace has no hrtimer_start)")
+        return None
     t = hrtimer_table(trace)
     t = t[t["hrtimer"].isin(keys)].copy()
     # Instances in the order of their start (those armed before the trace first), as the script arms them.
@@ -50,6 +50,16 @@ def hrtimer_item(trace, script, res) -> FidelityItem:
                          m["end_ts_ns"].to_numpy(dtype=np.float64, na_value=np.nan) - off)
     m["expired_ns_trace"] = pd.array(np.where(np.isnan(handler), pd.NA, handler), dtype="Int64")
     m["error_ns"] = (m["expired_ns_sim"] - m["expired_ns_trace"]).abs()
+    return m
+
+
+def hrtimer_item(m: pd.DataFrame | None) -> FidelityItem:
+    """The ``hrtimer`` item of :func:`hrtimer_expiries`' table (of one
+    window of the trace, or of several concatenated)."""
+    name = "hrtimer"
+    if m is None:
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(),
+                            "not compared: no hrtimer other than the tick replayed (the trace has no hrtimer_start)")
     same_cpu = (m["cpu_sim"] == m["cpu_expired"]).fillna(False).astype(bool)
     on_time = (m["error_ns"] <= _WINDOW_NS).fillna(False).astype(bool)
     ok = same_cpu & on_time
@@ -105,16 +115,25 @@ def _first_after_entry(sel) -> np.ndarray:
     return np.sort(rows[hrtimer[rows]])
 
 
-def wakeups_item(trace, res, visible) -> FidelityItem:
-    name = "hrtimer_wakeups"
+def wakeup_counts(trace, res, visible) -> pd.DataFrame | None:
+    """Idle periods ended by an hrtimer other than the tick, per (cpu,
+    function): columns trace and sim (None: no CPU logs cpu_idle)."""
     if res.idle_periods is None or not visible:
-        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: no CPU logs cpu_idle")
+        return None
     tr = _ended_by_hrtimer(trace.events, visible)
     p = res.idle_periods
     # The idle period in progress at the start began before the trace, which cannot show its entry.
     p = p[(p["cause"] == "hrtimer") & p["cpu"].isin(visible) & (p["start_ns"] > res.config.start_ns)]
     sim = p.groupby(["cpu", p["function"].astype(str)]).size()
-    df = pd.concat([tr.rename("trace"), sim.rename("sim")], axis=1).fillna(0).astype(np.int64)
+    return pd.concat([tr.rename("trace"), sim.rename("sim")], axis=1).fillna(0).astype(np.int64)
+
+
+def wakeups_item(df: pd.DataFrame | None) -> FidelityItem:
+    """The ``hrtimer_wakeups`` item of :func:`wakeup_counts`' table (of one
+    window, or summed over several)."""
+    name = "hrtimer_wakeups"
+    if df is None:
+        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: no CPU logs cpu_idle")
     if not len(df) or not df["trace"].sum():
         return FidelityItem(name, None, 0, 0, pd.DataFrame(),
                             f"not compared: no idle period ended by an hrtimer other than the tick in the trace "

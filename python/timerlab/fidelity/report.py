@@ -30,7 +30,10 @@ class FidelityReport:
     ``expiring_cpu``, ``expiring_cpu_single``, ``expiring_cpu_race``,
     ``duty_overlap``, ``expiry_time``, ``deferrable_expiries``, ``hrtimer``,
     ``hrtimer_wakeups``, ``idle_entries``, ``tick_stops``, ``tmigr``); ``per_cpu``: idle entries and
-    tick stops per CPU, trace vs simulation; ``result``: the simulation."""
+    tick stops per CPU, trace vs simulation; ``result``: the simulation;
+    ``windows``: for a trace replayed in windows of time (validate's
+    ``window_events``), one row per window with its span, events and each
+    item's agreement on it alone (None: replayed whole)."""
 
     trace: str
     config: Config
@@ -39,6 +42,7 @@ class FidelityReport:
     expiries: pd.DataFrame
     result: object
     notes: list
+    windows: pd.DataFrame | None = None
 
     def __getattr__(self, name):
         for item in self.__dict__.get("items", ()):

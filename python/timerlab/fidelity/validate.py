@@ -4,8 +4,6 @@ closely the simulation agrees with what the kernel recorded (a
 :mod:`timerlab.replay`."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 
@@ -14,12 +12,14 @@ from ..replay.arms import PLACE_NAMES
 from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
 from ..trace.events import CPU_IDLE_EXIT, column
-from ..trace.features import record_hint
+from ..trace.features import node_of_cpu
 from ..trace.rows import event_rows, select_events
-from .hrtimers import hrtimer_item, wakeups_item
+from .hrtimers import hrtimer_expiries, wakeup_counts
+from .items import Compared, build
 from .races import race_columns
-from .report import FidelityItem, FidelityReport
+from .report import FidelityReport
 from .wheel import base_of_flags, wheel_replay
+from .windows import check_window_events, opened, window_bounds, window_of
 
 
 # The fields of the simulation's event log validate reads (_idle_counts, _handovers, races.stopped_programs).
@@ -74,7 +74,7 @@ def _expiring_cpu(trace, script: Script, res) -> tuple:
     return m, unknown
 
 
-def validate(trace, *, progress=None, **overrides) -> FidelityReport:
+def validate(trace, *, window_events=None, progress=None, **overrides) -> FidelityReport:
     """Replay ``trace`` with the kernel's own policy (:func:`to_config`, options
     overridable) and compare the simulation with what the kernel recorded:
 
@@ -96,7 +96,11 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
       1 - sum |sim - trace| / sum trace over CPUs that log cpu_idle;
     * ``tmigr`` — migrator hand-overs of each level-0 group of the hierarchy
       (changes of the migrator in tmigr_group_set_cpu_active/inactive), the
-      agreement being 1 - sum |sim - trace| / sum trace over groups.
+      agreement being 1 - sum |sim - trace| / sum trace over groups;
+    * ``hrtimer`` — each replayed hrtimer's expiry (not the tick's) on the
+      kernel's CPU and within 250 µs of its handler; ``hrtimer_wakeups`` —
+      the idle periods hrtimers ended, per CPU and callback
+      (:mod:`timerlab.fidelity.hrtimers`).
 
     ``tick`` (default ``"kept"``): the kernel keeps the tick of an idle CPU
     for reasons a trace does not record — RCU callbacks waiting for a grace
@@ -115,102 +119,138 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
     the start (its entry and tick stop precede the trace); the result's own
     ``per_cpu`` counts it. The run always keeps its event log.
 
-    ``trace``: a :class:`~timerlab.Trace` or the path of a trace file.
-    * ``hrtimer`` — each replayed hrtimer's expiry (not the tick's) on the
-      kernel's CPU and within 250 µs of its handler; ``hrtimer_wakeups`` —
-      the idle periods hrtimers ended, per CPU and callback
-      (:mod:`timerlab.fidelity.hrtimers`).
+    ``trace``: a :class:`~timerlab.Trace` or the path of a trace file (text,
+    trace.dat or a store; a text larger than 512 MB is converted into a
+    temporary store first, windows.py).
+
+    ``window_events`` (default None: 3 000 000): a trace of more events is
+    replayed in windows of time of about that many events, one at a time, so
+    that a trace larger than memory is validated in bounded memory; 0
+    replays it whole however large. Each window starts the replay afresh
+    (timers armed before it are left out, as before a trace's start); the
+    items are those of every window's comparisons together, and
+    ``report.windows`` has each window's span and agreements. A report of
+    several windows keeps no simulation (``report.result`` is None: one per
+    window would not fit either); its ``config`` is the first window's.
 
     ``progress``: a callable told the name of each of VALIDATE_STAGES as it
-    begins (the CLI's progress bar); None (default): nothing is told.
+    begins (the CLI's progress bar; with windows, each window's stages,
+    named "stage (window k of n)"); None (default): nothing is told.
 
     Raises ValueError listing the missing events if the trace lacks any of
     the replay's REQUIRED_EVENTS; cpu_idle and tick_stop, if the trace shows
     none, are said in the notes and their items are not compared.
     """
-    from ..simulate import simulate
-    from ..trace import read_ftrace
-
-    if isinstance(trace, (str, os.PathLike)):
-        trace = read_ftrace(trace)
-    trace = narrowed(trace)  # a store loads only the columns read here
-    require_events(trace, REQUIRED_EVENTS, "validate")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a callable taking a stage name, not {progress!r}")
-    step = progress or (lambda _stage: None)
-    step(VALIDATE_STAGES[0])
+    check_window_events(window_events)
     overrides.setdefault("tick", "kept")
     overrides.setdefault("hrtimer_wakeups", "trace")  # the kernel's own policy: the trace's timing of tasks
+    with opened(trace) as trace:
+        trace = narrowed(trace)  # a store loads only the columns read here
+        bounds = window_bounds(trace, window_events)
+        require_events(trace, REQUIRED_EVENTS, "validate")
+        parts = []
+        for k, (start_ns, end_ns) in enumerate(bounds):
+            def step(stage, k=k):
+                if progress is not None:
+                    progress(stage if len(bounds) == 1 else f"{stage} (window {k + 1} of {len(bounds)})")
+            first = parts[0] if parts else None
+            window = window_of(trace, start_ns, end_ns, kernel=first and first.kernel)
+            part = _compare(window, _machine_of(first, overrides), step)
+            part.span_ns = (start_ns, end_ns)
+            if len(bounds) > 1:
+                part.result = None  # a window's simulation is dropped as soon as it is compared
+            parts.append(part)
+            del window
+    items, notes, per_cpu, x = build(parts, overrides)
+    windows = None
+    if len(parts) > 1:
+        notes.append(f"replayed in {len(parts)} windows of about {check_window_events(window_events):,} events "
+                     "(report.windows): each window's replay starts afresh, leaving out the timers armed before it")
+        windows = _windows_frame(parts, overrides)
+    return FidelityReport(trace.path, parts[0].cfg, items, per_cpu, x, parts[0].result, notes, windows)
+
+
+def _machine_of(first, overrides) -> dict:
+    """The options of a window's replay: the caller's, and the first window's
+    machine for every later one (the trace's set-up events, which show its
+    NUMA nodes, lead it; HZ and the release are the whole trace's)."""
+    if first is None:
+        return overrides
+    machine = dict(overrides)
+    machine.setdefault("hz", first.cfg.hz)
+    if first.nodes is not None and not {"cpus", "nodes", "layout", "topology", "node_of_cpu"} & set(overrides):
+        machine["node_of_cpu"] = first.nodes
+    return machine
+
+
+def _windows_frame(parts, overrides) -> pd.DataFrame:
+    """One row per window: its span, events, and each item's agreement on that window alone."""
+    rows = []
+    for k, c in enumerate(parts):
+        items, _notes, _per_cpu, _x = build([c], overrides)
+        rows.append({"window": k + 1, "start_ns": c.span_ns[0], "end_ns": c.span_ns[1], "events": c.events,
+                     **{i.name: i.agreement for i in items}})
+    out = pd.DataFrame(rows)
+    for col in ("start_ns", "end_ns"):
+        out[col] = out[col].astype("Int64")
+    return out
+
+
+def _compare(trace, overrides, step) -> Compared:
+    """Replay one window (or the whole trace) and keep what validate compares (items.Compared)."""
+    from ..simulate import simulate
+
+    step(VALIDATE_STAGES[0])
     cfg = to_config(trace, **{**overrides, "record_events": True})  # the comparisons read the event log
     script = script_of(cfg.workload)
     res = simulate(cfg)
     # The simulation's event log, only the fields compared below (every row): not its whole frame.
     sim_ev = res._events_columns(SIM_COLUMNS)
-    notes = list(script.notes)
-    items = []
 
     step(VALIDATE_STAGES[1])
-    wr = wheel_replay(trace, hz=cfg.hz)
-    p = wr.placement
-    items.append(FidelityItem("wheel", wr.placement_agreement, len(p), int(p["agrees"].sum()), p[~p["agrees"]],
-                              "timer_start idx and bucket_expiry, replayed base clocks"))
+    wheel = wheel_replay(trace, hz=cfg.hz).placement
 
     step(VALIDATE_STAGES[2])
-    items.append(_placement(script, res))
+    placement = _placement_rows(script, res)
     ev = trace.events
     idle_cpus = sorted(np.unique(ev["cpu"].to_numpy()[event_rows(ev, ("cpu_idle",))]).tolist())
     hidden = [c for c in range(cfg.topology.cpus) if c not in idle_cpus]
     x, unknown = _expiring_cpu(trace, script, res)
+    blind = np.zeros(len(x), dtype=bool)
     if hidden:
         # What the trace cannot show: the idle periods and ticks of a CPU that
         # logs no cpu_idle — the timer was its own, or the kernel ran it there.
-        blind = ~x["agrees"] & (x["cpu_trace"].isin(hidden) | x["base_cpu"].isin(hidden))
+        blind = (~x["agrees"] & (x["cpu_trace"].isin(hidden) | x["base_cpu"].isin(hidden))).to_numpy()
         x.loc[blind, "why"] += f" (CPU(s) {hidden}: idle periods and ticks not in the trace)"
-        if blind.any():
-            seen = x[~blind]
-            # The others' expiring CPU may still hinge on them: the simulation ran them there.
-            there = int((~x["agrees"] & ~blind & x["cpu_sim"].isin(hidden).fillna(False)).sum())
-            notes.append(f"{int(blind.sum())} of {int((~x['agrees']).sum())} expiring_cpu disagreements involve "
-                         f"CPU(s) {hidden}, whose idle periods and ticks the trace does not show (the timer was "
-                         f"theirs or the kernel ran it there), {there} more the simulation ran there; on the other "
-                         f"timers the agreement is {100 * seen['agrees'].mean():.1f} %")
-    items.append(FidelityItem(
-        "expiring_cpu", float(x["agrees"].mean()) if len(x) else None, len(x), int(x["agrees"].sum()),
-        x[~x["agrees"]],
-        f"global timers; {unknown} expiries of timers armed before the trace left out"))
+    races = ""
     if cfg.placement == "pull" and len(x):
-        if len(event_rows(ev, ("hrtimer_start",))):
+        races = "compared" if len(event_rows(ev, ("hrtimer_start",))) else "no hrtimer_start"
+        if races == "compared":
             x = race_columns(x, trace, script, res, sim_events=sim_ev)
-            items += _race_items(x, notes)
-        else:
-            # Who held the duty shows only in the stopped ticks' hrtimer_start.
-            why = f"not compared: the trace has no hrtimer_start ({record_hint(['hrtimer_start'])})"
-            items += [FidelityItem(n, None, 0, 0, pd.DataFrame(), why)
-                      for n in ("expiring_cpu_single", "expiring_cpu_race", "duty_overlap")]
     x["error_ns"] = (x["expired_ns_sim"] - (x["ts_ns"] - script.clock_offset_ns)).abs()
-    err = x["error_ns"].dropna()
-    items.append(FidelityItem(
-        "expiry_time", float((err <= 250_000).mean()) if len(err) else None, len(err), int((err <= 250_000).sum()),
-        x[~(x["error_ns"] <= 250_000).fillna(False).astype(bool)],
-        f"global timers: |simulated - traced expiry time| <= 250 µs; median error "
-        f"{err.median() / 1e3:.0f} µs" if len(err) else "global timers: none expired in both"))
+
     step(VALIDATE_STAGES[3])
-    items.append(_deferrable(trace, script, res))
-    items.append(hrtimer_item(trace, script, res))
-    items.append(wakeups_item(trace, res, idle_cpus))
-    # An event a trace shows no instance of is a fact to report: not recorded,
-    # or it never happened (cyclictest's PM QoS 0 keeps every tick running).
     absent = [e for e in VALIDATE_EVENTS if e not in REQUIRED_EVENTS and not len(event_rows(ev, (e,)))]
-    if absent:
-        notes.append(f"the trace shows no {' and no '.join(absent)}: not recorded ({record_hint(absent)}), or none "
-                     "happened (a CPU kept from deeper idle keeps its tick: cyclictest's PM QoS 0); what depends on "
-                     "them is not compared")
+    part = Compared(
+        cfg=cfg, notes=list(script.notes), wheel=wheel, placement=placement, expiries=x, blind=blind,
+        hidden=hidden, unknown=unknown, races=races, deferrable=_deferrable(trace, script, res),
+        hrtimers=hrtimer_expiries(trace, script, res), wakeups=wakeup_counts(trace, res, idle_cpus), absent=absent,
+        per_cpu=_per_cpu(ev, sim_ev, cfg, idle_cpus), result=res, events=len(ev),
+        handovers=_handover_rows(trace, res, cfg.start_ns + script.clock_offset_ns, sim_ev))
+    part.kernel, part.nodes = trace.kernel, node_of_cpu(ev, cfg.topology.cpus)
+    return part
+
+
+def _per_cpu(ev, sim_ev, cfg, idle_cpus) -> pd.DataFrame:
+    """Idle entries and tick stops per CPU, trace vs simulation."""
     entries, stops = _idle_counts(ev)
     # The simulation's idle period in progress at the start (its entry and
     # tick stop happened before the trace, which cannot show them) is not counted.
     sim_entries, sim_stops = _idle_counts(sim_ev[sim_ev["ts_ns"] > cfg.start_ns])
     n = cfg.topology.cpus
-    per_cpu = pd.DataFrame({
+    return pd.DataFrame({
         "cpu": np.arange(n),
         "idle_entries_trace": [int(entries.get(c, 0)) for c in range(n)],
         "idle_entries_sim": [int(sim_entries.get(c, 0)) for c in range(n)],
@@ -218,71 +258,12 @@ def validate(trace, *, progress=None, **overrides) -> FidelityReport:
         "tick_stops_sim": [int(sim_stops.get(c, 0)) for c in range(n)],
         "visible": [c in idle_cpus for c in range(n)],
     })
-    for what, note in (("idle_entries", "cpu_idle entries per CPU"), ("tick_stops", "tick_stop per CPU")):
-        v = per_cpu[per_cpu["visible"]]
-        if what == "tick_stops" and "tick_stop" in absent:
-            items.append(FidelityItem(what, None, 0, 0, pd.DataFrame(),
-                                      f"not compared: the trace shows no tick_stop; the simulation stopped "
-                                      f"{int(per_cpu['tick_stops_sim'].sum())}"))
-            continue
-        tr_, sim_ = v[f"{what}_trace"].to_numpy(), v[f"{what}_sim"].to_numpy()
-        total = tr_.sum()
-        agreement = 1 - np.abs(sim_ - tr_).sum() / total if total else None
-        off = np.abs(sim_ - tr_) > 0.05 * np.maximum(tr_, 1)
-        bad = v[off][["cpu", f"{what}_trace", f"{what}_sim"]].assign(
-            rel_diff=(v[off][f"{what}_sim"] - v[off][f"{what}_trace"]) / np.maximum(v[off][f"{what}_trace"], 1))
-        items.append(FidelityItem(what, None if agreement is None else max(0.0, float(agreement)), len(v),
-                                  int((~off).sum()), bad,
-                                  f"{note}, 1 - sum|sim-trace|/sum trace; CPUs off by > 5 % listed"))
-    v = per_cpu[per_cpu["visible"]]
-    kept = v[v["tick_stops_sim"] > 1.05 * v["tick_stops_trace"] + 1]
-    if overrides.get("tick", "simulated") == "simulated" and len(kept):
-        # What the rest is: the kernel kept the tick for reasons the trace does not show.
-        worst = kept.loc[(kept["tick_stops_sim"] - kept["tick_stops_trace"]).idxmax()]
-        notes.append(f"on CPU(s) {kept['cpu'].tolist()} the kernel stopped the tick less often than the simulation "
-                     f"(CPU {int(worst['cpu'])}: {int(worst['tick_stops_trace'])} vs {int(worst['tick_stops_sim'])}) "
-                     "for reasons a trace does not show (RCU callbacks waiting for a grace period, irq_work; the "
-                     "simulation keeps the tick only from a task switching out to the CPU's next tick); a CPU whose "
-                     "tick runs expires its own global timers, so most expiring_cpu disagreements follow. validate(trace) "
-                     "(tick='kept', the default) reads the ticks the kernel kept off the trace, tick='trace' all its "
-                     "tick decisions")
-    if hidden:
-        notes.append(f"CPU(s) {hidden} log no cpu_idle: idle entries and tick stops not compared there")
-    if cfg.governor == "none" and not {"idle_states", "governor"} & set(overrides):
-        notes.append("idle: no cpuidle driver, inferred from cpu_idle showing state 1 only (default_idle_call; "
-                     "a driver whose only state used is 1 looks the same: pass idle_states= and governor=)")
-    items.append(_handovers(trace, res, cfg.start_ns + script.clock_offset_ns, sim_ev))
-    return FidelityReport(trace.path, cfg, items, per_cpu, x, res, notes)
 
 
-def _race_items(x, notes) -> list:
-    """The expiring CPU split by what the kernel had to choose from (races.py):
-    exact where a single CPU was eligible, membership and holder-set overlap
-    for races."""
-    single, race = x[~x["race"]], x[x["race"]]
-    items = [FidelityItem("expiring_cpu_single", float(single["agrees"].mean()) if len(single) else None,
-                          len(single), int(single["agrees"].sum()), single[~single["agrees"]],
-                          "global timers the kernel had a single eligible CPU for (an active one, or one idle "
-                          "duty holder): the exact CPU"),
-             FidelityItem("expiring_cpu_race", float(race["in_holders"].mean()) if len(race) else None,
-                          len(race), int(race["in_holders"].sum()), race[~race["in_holders"]],
-                          "races (2+ idle CPUs programmed for the event): the simulated CPU is one of the "
-                          "kernel's duty holders"),
-             FidelityItem("duty_overlap", float(race["jaccard"].mean()) if len(race) else None, len(race),
-                          int((race["jaccard"] >= 0.8).sum()), race[race["jaccard"] < 0.8],
-                          "races: mean Jaccard overlap of the duty-holder sets, trace vs simulation")]
-    if len(race):
-        notes.append(f"{len(race)} of {len(x)} global timers were races: {race['holders_trace'].map(len).median():.0f} "
-                     "idle CPUs (median) had programmed their stopped tick for the same event, and whichever wakeup "
-                     "arrives first takes it — the platform's wake order, not the model; the exact CPU agrees on "
-                     f"{int(race['agrees'].sum())} of them (replayed with each traced wakeup's lateness)")
-    return items
-
-
-def _deferrable(trace, script: Script, res) -> FidelityItem:
-    """Expiries of deferrable timers armed in the trace: how many the kernel
-    ran and how many the simulation did (a deferrable timer runs only when
-    its CPU is awake for something else: the idle model decides)."""
+def _deferrable(trace, script: Script, res) -> tuple:
+    """Expiries of deferrable timers armed in the trace: (how many the kernel
+    ran, how many the simulation did). A deferrable timer runs only when its
+    CPU is awake for something else: the idle model decides."""
     ev = trace.events
     sel = select_events(ev, ("timer_start", "timer_expire_entry"), ("timer", "flags"))
     deferrable, n_trace = {}, 0
@@ -294,14 +275,10 @@ def _deferrable(trace, script: Script, res) -> FidelityItem:
     t = res.timers
     t = t[(t["timer"] < len(script.pointers)) & (t["outcome"] == "expired")]
     n_sim = int(t["flags"].astype(str).str.split("|").map(lambda f: "D" in f).sum())
-    agreement = max(0.0, 1 - abs(n_sim - n_trace) / n_trace) if n_trace else None
-    return FidelityItem("deferrable_expiries", agreement, n_trace, min(n_sim, n_trace),
-                        pd.DataFrame({"expiries_trace": [n_trace], "expiries_sim": [n_sim]}),
-                        f"deferrable timers armed in the trace that expired: {n_trace} in the trace, {n_sim} "
-                        "simulated; 1 - |sim - trace| / trace")
+    return n_trace, n_sim
 
 
-def _placement(script: Script, res) -> FidelityItem:
+def _placement_rows(script: Script, res) -> pd.DataFrame:
     """The base each timer_start went to (its ``cpu=``), trace vs simulation:
     the i-th arm of a timer in the script is the i-th timer_start of that
     timer in the run (every scripted arm enqueues)."""
@@ -322,13 +299,7 @@ def _placement(script: Script, res) -> FidelityItem:
     m = tr.merge(sim, on=["timer", "n"], how="left").drop(columns="n")
     m["base_cpu_sim"] = m["base_cpu_sim"].astype("Int64")
     m["place"] = pd.Categorical.from_codes(m["place"], categories=list(PLACE_NAMES))
-    agree = (m["base_cpu_sim"] == m["base_cpu_trace"]).fillna(False).astype(bool)
-    moved = m["base_cpu_trace"] != m["cpu"]
-    pushed = int((moved & (m["place"] == "placement")).sum())
-    note = (f"the base CPU (cpu=) of every timer_start: {int(moved.sum())} on another CPU than the arming one "
-            f"({pushed} by the placement policy, the rest add_timer_on or re-armed from a remote callback)")
-    return FidelityItem("placement", float(agree.mean()) if len(m) else None, len(m), int(agree.sum()), m[~agree],
-                        note)
+    return m
 
 
 def _idle_counts(ev) -> tuple:
@@ -340,17 +311,16 @@ def _idle_counts(ev) -> tuple:
     return ci[ci["state"] != CPU_IDLE_EXIT].groupby("cpu").size(), ts.groupby("cpu").size()
 
 
-def _handovers(trace, res, start_ts, sim_events=None) -> FidelityItem:
+def _handover_rows(trace, res, start_ts, sim_events) -> tuple:
     """Migrator hand-overs per level-0 group of the hierarchy: how often the
     group's migrator changed (tmigr_group_set_cpu_active/inactive), trace vs
-    simulation. Groups are matched by the CPUs whose events they carry."""
-    name, note = "tmigr", "migrator hand-overs per level-0 group, 1 - sum|sim-trace|/sum trace"
-    sim_events = res.events if sim_events is None else sim_events
+    simulation, as (rows of (cpus, trace, sim), CPUs left out, why not
+    compared: "" if compared). Groups are matched by the CPUs whose events
+    they carry."""
     if sim_events is None:
-        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: the run kept no events")
-
+        return [], set(), "not compared: the run kept no events"
     if res.config.placement != "pull":
-        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: no hierarchy before 6.9 (push model)")
+        return [], set(), "not compared: no hierarchy before 6.9 (push model)"
 
     def count(ev, t0):
         ev = select_events(ev, ("tmigr_group_set_cpu_active", "tmigr_group_set_cpu_inactive"),
@@ -368,7 +338,7 @@ def _handovers(trace, res, start_ts, sim_events=None) -> FidelityItem:
 
     tr_counts = count(trace.events, start_ts)
     if not tr_counts:
-        return FidelityItem(name, None, 0, 0, pd.DataFrame(), "not compared: the trace has no level-0 group events")
+        return [], set(), "not compared: the trace has no level-0 group events"
     sim_counts = count(sim_events, res.config.start_ns)
     rows, hidden = [], set()
     for cpus, n in sorted(tr_counts.items()):
@@ -379,17 +349,4 @@ def _handovers(trace, res, start_ts, sim_events=None) -> FidelityItem:
             hidden.update(set(m[0]) - set(cpus))  # their hand-overs are invisible in the trace
             continue
         rows.append((list(cpus), n, sim_counts[m[0]] if len(m) == 1 else pd.NA))
-    if not rows:
-        return FidelityItem(name, None, 0, 0, pd.DataFrame(),
-                            f"not compared: CPU(s) {sorted(hidden)} log no hierarchy events")
-    if hidden:
-        note += f"; groups with CPU(s) {sorted(hidden)}, which log no hierarchy events, left out"
-    df = pd.DataFrame(rows, columns=["cpus", "handovers_trace", "handovers_sim"])
-    df["handovers_sim"] = df["handovers_sim"].astype("Int64")
-    known = df[df["handovers_sim"].notna()]
-    total = known["handovers_trace"].sum()
-    diff = (known["handovers_sim"] - known["handovers_trace"]).abs()
-    agreement = max(0.0, float(1 - diff.sum() / total)) if total else None
-    off = df["handovers_sim"].isna() | ((df["handovers_sim"] - df["handovers_trace"]).abs()
-                                        > 0.05 * df["handovers_trace"].clip(lower=1)).fillna(True)
-    return FidelityItem(name, agreement, len(df), int((~off).sum()), df[off], note)
+    return rows, hidden, ""

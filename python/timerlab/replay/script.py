@@ -122,7 +122,8 @@ class Script:
 def require_events(trace, events, what):
     """Raise ValueError naming the events ``what`` needs and the trace lacks,
     and how to record them."""
-    have = set(trace.event_counts().index) if len(trace.events) else set()
+    # A store not loaded yet counts its events from its metadata: not loaded for this.
+    have = set(trace.event_counts().index) if not getattr(trace, "loaded", True) or len(trace.events) else set()
     missing = [e for e in events if e not in have]
     if missing:
         raise ValueError(f"{what}: {trace.path} lacks the event(s) {missing}: {record_hint(missing)} "

@@ -30,7 +30,7 @@ class StoredTrace(Trace):
     ``store_path`` is the store; ``path`` the text it was converted from
     (what reports name, and where the release may be read from)."""
 
-    def __init__(self, store_path, meta: dict, *, kernel=None, columns=None):
+    def __init__(self, store_path, meta: dict, *, kernel=None, columns=None, window=(None, None)):
         # Trace.__init__ is not called: it needs the events.
         self.store_path = os.fspath(store_path)
         self.path = meta["text_path"]
@@ -39,19 +39,35 @@ class StoredTrace(Trace):
         self._events = None
         self._features = None
         self._columns = columns  # None: every column
+        self._window = tuple(window)  # (start_ns, end_ns): the rows start_ns <= ts_ns < end_ns; None: open
         self.nr_cpus = int(meta["nr_cpus"])
         self.skipped_lines = int(meta["skipped_lines"])
         self.skipped_examples = list(meta["skipped_examples"])
         self.lost_events = int(meta["lost_events"])
 
     def _load(self) -> None:
-        events = read_store(self.store_path, columns=self._columns)
+        start_ns, end_ns = self._window
+        events = read_store(self.store_path, columns=self._columns, start_ns=start_ns, end_ns=end_ns)
         self._events, self._features = detect(events, self.path, source=self._meta["source"], kernel=self._kernel)
 
     def narrowed(self, columns) -> "StoredTrace":
         """The same trace, whose events will hold only ``columns`` (those it
         has): what a consumer that names its columns needs loaded."""
-        return StoredTrace(self.store_path, self._meta, kernel=self._kernel, columns=list(columns))
+        return StoredTrace(self.store_path, self._meta, kernel=self._kernel, columns=list(columns),
+                           window=self._window)
+
+    def between(self, start_ns=None, end_ns=None, *, kernel=None) -> "StoredTrace":
+        """The rows ``start_ns <= ts_ns < end_ns`` of this trace (None: open
+        on that side) as a trace of their own, not loaded yet: what validate
+        replays one window at a time. ``kernel``: the release, when this
+        stretch alone would not tell it (default: this trace's)."""
+        return StoredTrace(self.store_path, self._meta, kernel=kernel or self._kernel, columns=self._columns,
+                           window=(start_ns, end_ns))
+
+    @property
+    def _whole(self) -> bool:
+        """Whether the metadata's counts describe these rows (no window)."""
+        return self._window == (None, None)
 
     @property
     def events(self) -> pd.DataFrame:
@@ -71,7 +87,7 @@ class StoredTrace(Trace):
         return self._events is not None
 
     def event_counts(self) -> pd.Series:
-        if self.loaded:
+        if self.loaded or not self._whole:
             return super().event_counts()
         names = self._meta["categories"].get("event", [])
         counts = [self._meta["event_counts"].get(n, 0) for n in names]
@@ -86,8 +102,8 @@ class StoredTrace(Trace):
         # by its rows' positions as in ``events``.
         schema = _core.ftrace_schema()
         own = [col for _key, col, _kind, _req in schema.get(event, [])]
-        if self.loaded or self._columns is not None or event not in self._meta["event_counts"] \
-                or set(own) & _REWRITTEN:
+        if self.loaded or self._columns is not None or not self._whole \
+                or event not in self._meta["event_counts"] or set(own) & _REWRITTEN:
             return super().of(event)
         positions = np.flatnonzero(read_store(self.store_path, columns=["event"])["event"] == event)
         rows = read_store(self.store_path, events=[event]).set_axis(positions)
@@ -98,11 +114,16 @@ class StoredTrace(Trace):
 
     @property
     def duration_ns(self) -> int:
+        if not self._whole:
+            return super().duration_ns
         lo, hi = self._meta["ts_min_ns"], self._meta["ts_max_ns"]
         return int(hi - lo) if lo is not None else 0
 
     def __repr__(self) -> str:
         m = self._meta
+        if not self._whole:
+            start_ns, end_ns = self._window
+            return f"StoredTrace({self.store_path!r}: the events {start_ns} <= ts_ns < {end_ns})"
         span = "no events"
         if m["ts_min_ns"] is not None:
             first, last = m["ts_min_ns"], m["ts_max_ns"]

@@ -1,0 +1,136 @@
+"""validate on traces larger than memory: windows of time, replayed one at a time.
+
+A replay holds, besides the trace's events, its script and the simulation's
+event log, a few hundred bytes per traced event in all: some 5 GB per GB of
+trace text. So :func:`~timerlab.fidelity.validate` cuts a trace of more
+than ``window_events`` events (default :data:`WINDOW_EVENTS`) into windows
+of time of about that many events, and replays each as a trace of its own:
+the replay starts each window as it starts any trace, in the middle of
+things (timers armed before it are known by their expiries only, an idle
+period in progress is not counted), so each cut costs the comparisons a few
+timers (the report's notes say how many windows). The machine (its CPUs,
+NUMA nodes, HZ and release) is the first window's, where the trace's
+boot-time set-up events are. The items are then built from every window's
+comparisons together (items.py).
+
+A trace given by path is read whole when it is small; a larger text (or
+trace.dat) file is first converted to a temporary store
+(:func:`timerlab.trace.convert`, a row group at a time), from which each
+window loads only its rows and the columns the replay reads.
+
+Not here: the comparisons (validate.py) and the items (items.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import tempfile
+
+import numpy as np
+
+from ..trace.rows import rows
+
+# Events per window: a window of 3 M events of a qemu trace replays in some
+# 2.5 GB; a trace with fewer is replayed whole.
+WINDOW_EVENTS = 3_000_000
+# A trace file read whole into memory at most (its text: compressed files
+# count at ten times their size); a larger one goes through a store.
+WHOLE_TEXT_BYTES = 512 << 20
+_COMPRESSED_MAGIC = (b"\xfd7zXZ\x00", b"\x1f\x8b", b"BZh")
+
+
+def check_window_events(window_events) -> int:
+    """``window_events`` as validate takes it: None is :data:`WINDOW_EVENTS`, 0 no windows."""
+    if window_events is None:
+        return WINDOW_EVENTS
+    if not isinstance(window_events, (int, np.integer)) or isinstance(window_events, bool) or window_events < 0:
+        raise ValueError(f"window_events={window_events!r}: the events per window (a positive integer), "
+                         "0 for the whole trace at once, or None for the default")
+    if 0 < window_events < 10_000:
+        raise ValueError(f"window_events={window_events!r}: windows of fewer than 10 000 events would be "
+                         "mostly their edges; 0 replays the whole trace at once")
+    return int(window_events)
+
+
+def _stored_whole(trace) -> bool:
+    """Whether ``trace`` is a whole store not loaded yet (its windows load apart)."""
+    return not getattr(trace, "loaded", True) and getattr(trace, "_whole", False)
+
+
+def window_bounds(trace, window_events=None) -> list:
+    """[(start_ns, end_ns), ...]: the windows validate replays ``trace`` in,
+    each the rows ``start_ns <= ts_ns < end_ns`` (None: open on that side);
+    ``[(None, None)]``, the whole trace, when it has at most
+    ``window_events`` events (None: :data:`WINDOW_EVENTS`; 0: always whole)."""
+    per = check_window_events(window_events)
+    stored = _stored_whole(trace)
+    n = int(trace._meta["rows"]) if stored else len(trace.events)
+    if not per or n <= per:
+        return [(None, None)]
+    if stored:
+        from ..trace.store import read_store
+        ts = read_store(trace.store_path, columns=["ts_ns"])["ts_ns"].to_numpy()
+    else:
+        ts = trace.events["ts_ns"].to_numpy()
+    ts = np.sort(ts)
+    k = -(-n // per)
+    cuts = np.unique(ts[(np.arange(1, k) * n) // k]).tolist()
+    edges = [None] + cuts + [None]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def window_of(trace, start_ns, end_ns, kernel=None):
+    """The rows ``start_ns <= ts_ns < end_ns`` of ``trace`` as a trace of
+    their own (a store's not loaded yet; ``kernel``: its release, for a
+    stretch that alone would not tell it)."""
+    if (start_ns, end_ns) == (None, None):
+        return trace
+    if _stored_whole(trace):
+        return trace.between(start_ns, end_ns, kernel=kernel)
+    ev = trace.events
+    ts = ev["ts_ns"].to_numpy()
+    keep = np.ones(len(ts), dtype=bool)
+    if start_ns is not None:
+        keep &= ts >= start_ns
+    if end_ns is not None:
+        keep &= ts < end_ns
+    part = rows(ev, keep, ev.columns)
+    part.index = range(len(part))  # as a trace read on its own, and as a store's window
+    view = copy.copy(trace)
+    if hasattr(view, "_events"):  # a loaded StoredTrace
+        view._events = part
+    else:
+        view.events = part
+    return view
+
+
+def _text_bytes(name: str) -> int:
+    """The size of a file's text, a compressed one's guessed at ten times its size."""
+    size = os.path.getsize(name)
+    with open(name, "rb") as f:
+        head = f.read(6)
+    return size * 10 if head.startswith(_COMPRESSED_MAGIC) else size
+
+
+@contextlib.contextmanager
+def opened(trace, *, read=None, convert=None):
+    """``trace`` (a Trace or a path) as validate reads it: a Trace as it is;
+    a store opened lazily; a file of at most WHOLE_TEXT_BYTES of text read
+    whole (``read``, default read_ftrace); a larger one converted into a
+    temporary store (``convert``, default timerlab.trace.convert), removed
+    on leaving."""
+    if not isinstance(trace, (str, os.PathLike)):
+        yield trace
+        return
+    from ..trace import convert as convert_trace, open_trace, read_ftrace
+    from ..trace.store import is_store
+    name = os.fspath(trace)
+    if is_store(name):
+        yield open_trace(name)
+    elif not os.path.isfile(name) or _text_bytes(name) <= WHOLE_TEXT_BYTES:
+        yield (read or read_ftrace)(name)
+    else:
+        with tempfile.TemporaryDirectory(prefix="timerlab-validate-") as tmp:
+            store = (convert or convert_trace)(name, os.path.join(tmp, "trace.parquet"))
+            yield open_trace(store)
