@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                         "from a task switching out to the CPU's next tick")
     v.add_argument("--window-events", type=int, default=None, metavar="N",
                    help="replay a trace of more than N events in windows of time of about N events, one at a "
-                        "time, in bounded memory (default 3000000; 0: whole, however large)")
+                        "time, in bounded memory (default 1000000; 0: whole, however large)")
     q = command("predict", "predict another kernel from a trace and check it against that kernel's real run",
                 "timerlab-predict")
     q.add_argument("trace", type=Path)

@@ -46,9 +46,7 @@ class Compared:
     handovers: tuple               # (rows, hidden CPUs, why not compared): validate._handover_rows
     result: object = None
     events: int = 0
-    span_ns: tuple = (None, None)  # the window: start_ns <= ts_ns < end_ns of the trace (None: open)
-    kernel: str = ""               # the window's release, and its NUMA nodes (None: not shown): the
-    nodes: list | None = None      # machine of the windows after the first
+    span_ns: tuple = (None, None)  # the window's first and last timestamp
 
 
 def _cat(frames):
@@ -60,9 +58,10 @@ def _cat(frames):
     return pd.concat(kept, ignore_index=True)
 
 
-def build(parts: list, overrides: dict) -> tuple:
-    """(items, notes, per_cpu, expiries) of validate's report from the windows' ``parts``."""
-    cfg = parts[0].cfg
+def build(parts: list, overrides: dict, cfg=None) -> tuple:
+    """(items, notes, per_cpu, expiries) of validate's report from the windows' ``parts``
+    (``cfg``: the first window's config, if not ``parts[0].cfg``)."""
+    cfg = cfg or parts[0].cfg
     notes = _window_notes(parts)
     items = []
     p = _cat(c.wheel for c in parts)

@@ -32,8 +32,9 @@ class FidelityReport:
     ``hrtimer_wakeups``, ``idle_entries``, ``tick_stops``, ``tmigr``); ``per_cpu``: idle entries and
     tick stops per CPU, trace vs simulation; ``result``: the simulation;
     ``windows``: for a trace replayed in windows of time (validate's
-    ``window_events``), one row per window with its span, events and each
-    item's agreement on it alone (None: replayed whole)."""
+    ``window_events``), one row per window with its first and last
+    timestamp, events and each item's agreement on it alone (None: replayed
+    whole)."""
 
     trace: str
     config: Config

@@ -4,6 +4,8 @@ closely the simulation agrees with what the kernel recorded (a
 :mod:`timerlab.replay`."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 
@@ -19,7 +21,7 @@ from .items import Compared, build
 from .races import race_columns
 from .report import FidelityReport
 from .wheel import base_of_flags, wheel_replay
-from .windows import check_window_events, opened, window_bounds, window_of
+from .windows import TextFile, check_window_events, opened, parallel, windows_of
 
 
 # The fields of the simulation's event log validate reads (_idle_counts, _handovers, races.stopped_programs).
@@ -74,7 +76,7 @@ def _expiring_cpu(trace, script: Script, res) -> tuple:
     return m, unknown
 
 
-def validate(trace, *, window_events=None, progress=None, **overrides) -> FidelityReport:
+def validate(trace, *, window_events=None, workers=None, progress=None, **overrides) -> FidelityReport:
     """Replay ``trace`` with the kernel's own policy (:func:`to_config`, options
     overridable) and compare the simulation with what the kernel recorded:
 
@@ -120,10 +122,11 @@ def validate(trace, *, window_events=None, progress=None, **overrides) -> Fideli
     ``per_cpu`` counts it. The run always keeps its event log.
 
     ``trace``: a :class:`~timerlab.Trace` or the path of a trace file (text,
-    trace.dat or a store; a text larger than 512 MB is converted into a
-    temporary store first, windows.py).
+    trace.dat or a store; a plain text larger than 512 MB is read window by
+    window, a larger compressed one or trace.dat through a temporary store:
+    windows.py).
 
-    ``window_events`` (default None: 3 000 000): a trace of more events is
+    ``window_events`` (default None: 1 000 000): a trace of more events is
     replayed in windows of time of about that many events, one at a time, so
     that a trace larger than memory is validated in bounded memory; 0
     replays it whole however large. Each window starts the replay afresh
@@ -132,6 +135,10 @@ def validate(trace, *, window_events=None, progress=None, **overrides) -> Fideli
     ``report.windows`` has each window's span and agreements. A report of
     several windows keeps no simulation (``report.result`` is None: one per
     window would not fit either); its ``config`` is the first window's.
+    ``workers`` (default None: 2, or 1 on a single CPU): the processes that
+    replay windows at once, each holding one window (about 1 GB per
+    million events); windows of a trace in memory are replayed here, one
+    after the other. The report does not depend on it.
 
     ``progress``: a callable told the name of each of VALIDATE_STAGES as it
     begins (the CLI's progress bar; with windows, each window's stages,
@@ -144,58 +151,106 @@ def validate(trace, *, window_events=None, progress=None, **overrides) -> Fideli
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a callable taking a stage name, not {progress!r}")
     check_window_events(window_events)
+    workers = _check_workers(workers)
     overrides.setdefault("tick", "kept")
     overrides.setdefault("hrtimer_wakeups", "trace")  # the kernel's own policy: the trace's timing of tasks
     with opened(trace) as trace:
-        trace = narrowed(trace)  # a store loads only the columns read here
-        bounds = window_bounds(trace, window_events)
-        require_events(trace, REQUIRED_EVENTS, "validate")
-        parts = []
-        for k, (start_ns, end_ns) in enumerate(bounds):
-            def step(stage, k=k):
-                if progress is not None:
-                    progress(stage if len(bounds) == 1 else f"{stage} (window {k + 1} of {len(bounds)})")
-            first = parts[0] if parts else None
-            window = window_of(trace, start_ns, end_ns, kernel=first and first.kernel)
-            part = _compare(window, _machine_of(first, overrides), step)
-            part.span_ns = (start_ns, end_ns)
-            if len(bounds) > 1:
-                part.result = None  # a window's simulation is dropped as soon as it is compared
-            parts.append(part)
-            del window
+        if not isinstance(trace, TextFile):
+            trace = narrowed(trace)  # a store loads only the columns read here
+            require_events(trace, REQUIRED_EVENTS, "validate")
+        windows = windows_of(trace, window_events)
+        told = _teller(progress, len(windows))
+        first = narrowed(windows[0].load())
+        if len(windows) == 1:
+            parts = [_compare(first, overrides, told(0))]
+        else:
+            machine = _machine_of(first, overrides)
+            if workers > 1 and parallel(windows):
+                del first  # each window is loaded where it is replayed
+                parts = _in_processes(windows, overrides, machine, workers, told)
+            else:
+                parts = [_window(first, overrides, told(0), keep_config=True)]
+                parts += [_window(narrowed(w.load(machine["kernel"])), machine, told(k))
+                          for k, w in enumerate(windows[1:], 1)]
     items, notes, per_cpu, x = build(parts, overrides)
-    windows = None
+    windows_frame = None
     if len(parts) > 1:
         notes.append(f"replayed in {len(parts)} windows of about {check_window_events(window_events):,} events "
                      "(report.windows): each window's replay starts afresh, leaving out the timers armed before it")
-        windows = _windows_frame(parts, overrides)
-    return FidelityReport(trace.path, parts[0].cfg, items, per_cpu, x, parts[0].result, notes, windows)
+        windows_frame = _windows_frame(parts, overrides)
+    return FidelityReport(trace.path, parts[0].cfg, items, per_cpu, x, parts[0].result, notes, windows_frame)
+
+
+def _check_workers(workers) -> int:
+    if workers is None:
+        return min(2, os.cpu_count() or 1)
+    if not isinstance(workers, (int, np.integer)) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers={workers!r}: the processes replaying windows at once (a positive integer)")
+    return int(workers)
+
+
+def _teller(progress, n: int):
+    """step(k) -> the progress callable of window k's stages."""
+    def told(k):
+        def step(stage):
+            if progress is not None:
+                progress(stage if n == 1 else f"{stage} (window {k + 1} of {n})")
+        return step
+    return told
 
 
 def _machine_of(first, overrides) -> dict:
-    """The options of a window's replay: the caller's, and the first window's
-    machine for every later one (the trace's set-up events, which show its
-    NUMA nodes, lead it; HZ and the release are the whole trace's)."""
-    if first is None:
-        return overrides
+    """The options of the windows after the first: the caller's, and the
+    first window's machine (the trace's set-up events, which show its NUMA
+    nodes, lead it; HZ and the release are the whole trace's). ``kernel``
+    is the release the windows are read with, not an option."""
     machine = dict(overrides)
-    machine.setdefault("hz", first.cfg.hz)
-    if first.nodes is not None and not {"cpus", "nodes", "layout", "topology", "node_of_cpu"} & set(overrides):
-        machine["node_of_cpu"] = first.nodes
+    machine.setdefault("hz", first.features.hz or 250)
+    nr_cpus = max(int(first.nr_cpus), int(first.events["cpu"].max()) + 1)
+    nodes = node_of_cpu(first.events, nr_cpus)
+    if nodes is not None and not {"cpus", "nodes", "layout", "topology", "node_of_cpu"} & set(overrides):
+        machine["node_of_cpu"] = nodes
+    machine["kernel"] = first.kernel
     return machine
+
+
+def _window(trace, options, step, keep_config=False) -> Compared:
+    """One window's comparisons, without its simulation (or its config, the
+    script's columns, but for the first window's: the report's)."""
+    options = {k: v for k, v in options.items() if k != "kernel"}
+    part = _compare(trace, options, step)
+    part.result = None
+    if not keep_config:
+        part.cfg = None
+    return part
+
+
+def _load_and_compare(window, options, keep_config) -> Compared:
+    """A worker process's task: load a window and compare it (_window)."""
+    return _window(narrowed(window.load(options.get("kernel"))), options, lambda _stage: None, keep_config)
+
+
+def _in_processes(windows, overrides, machine, workers, told) -> list:
+    """The windows compared by ``workers`` processes (workers.py), each
+    loading its own rows: a window never crosses between processes, only its
+    comparisons."""
+    from .workers import run
+
+    def done(k):
+        for stage in VALIDATE_STAGES:
+            told(k)(stage)
+    tasks = [(_load_and_compare, (w, overrides if k == 0 else machine, k == 0)) for k, w in enumerate(windows)]
+    return run(tasks, workers, done)
 
 
 def _windows_frame(parts, overrides) -> pd.DataFrame:
     """One row per window: its span, events, and each item's agreement on that window alone."""
     rows = []
     for k, c in enumerate(parts):
-        items, _notes, _per_cpu, _x = build([c], overrides)
-        rows.append({"window": k + 1, "start_ns": c.span_ns[0], "end_ns": c.span_ns[1], "events": c.events,
+        items, _notes, _per_cpu, _x = build([c], overrides, parts[0].cfg)
+        rows.append({"window": k + 1, "first_ts_ns": c.span_ns[0], "last_ts_ns": c.span_ns[1], "events": c.events,
                      **{i.name: i.agreement for i in items}})
-    out = pd.DataFrame(rows)
-    for col in ("start_ns", "end_ns"):
-        out[col] = out[col].astype("Int64")
-    return out
+    return pd.DataFrame(rows)
 
 
 def _compare(trace, overrides, step) -> Compared:
@@ -239,7 +294,8 @@ def _compare(trace, overrides, step) -> Compared:
         hrtimers=hrtimer_expiries(trace, script, res), wakeups=wakeup_counts(trace, res, idle_cpus), absent=absent,
         per_cpu=_per_cpu(ev, sim_ev, cfg, idle_cpus), result=res, events=len(ev),
         handovers=_handover_rows(trace, res, cfg.start_ns + script.clock_offset_ns, sim_ev))
-    part.kernel, part.nodes = trace.kernel, node_of_cpu(ev, cfg.topology.cpus)
+    if len(ev):
+        part.span_ns = (int(ev["ts_ns"].min()), int(ev["ts_ns"].max()))
     return part
 
 

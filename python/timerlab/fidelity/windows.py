@@ -1,22 +1,26 @@
-"""validate on traces larger than memory: windows of time, replayed one at a time.
+"""validate on traces larger than memory: windows, replayed apart.
 
 A replay holds, besides the trace's events, its script and the simulation's
-event log, a few hundred bytes per traced event in all: some 5 GB per GB of
-trace text. So :func:`~timerlab.fidelity.validate` cuts a trace of more
+event log: about a kilobyte per traced event at its peak, some 7 GB per GB
+of trace text. So :func:`~timerlab.fidelity.validate` cuts a trace of more
 than ``window_events`` events (default :data:`WINDOW_EVENTS`) into windows
-of time of about that many events, and replays each as a trace of its own:
-the replay starts each window as it starts any trace, in the middle of
-things (timers armed before it are known by their expiries only, an idle
-period in progress is not counted), so each cut costs the comparisons a few
-timers (the report's notes say how many windows). The machine (its CPUs,
-NUMA nodes, HZ and release) is the first window's, where the trace's
-boot-time set-up events are. The items are then built from every window's
-comparisons together (items.py).
+of about that many events and replays each as a trace of its own, in
+``workers`` processes at once where the windows can be loaded there: the
+replay starts each window as it starts any trace, in the middle of things
+(timers armed before it are known by their expiries only, an idle period in
+progress is not counted), so each cut costs the comparisons a few timers
+(the report's notes say how many windows). The windows after the first
+are replayed on the first one's machine (its NUMA nodes, shown by the
+trace's boot-time set-up events, HZ and release). The items are then built
+from every window's comparisons together (items.py).
 
-A trace given by path is read whole when it is small; a larger text (or
-trace.dat) file is first converted to a temporary store
-(:func:`timerlab.trace.convert`, a row group at a time), from which each
-window loads only its rows and the columns the replay reads.
+Where the windows come from: a trace in memory is cut at timestamps (its
+windows replayed here, one after the other); a store at timestamps, each
+window reading its row groups; a plain text file too large to read whole
+(over WHOLE_TEXT_BYTES) at line ends, each window parsing its own byte
+range (trace/ranges.py); a larger compressed file (it cannot be entered in
+the middle) or trace.dat is first converted into a temporary store
+(:func:`timerlab.trace.convert`, a row group at a time).
 
 Not here: the comparisons (validate.py) and the items (items.py).
 """
@@ -26,14 +30,15 @@ import contextlib
 import copy
 import os
 import tempfile
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..trace.rows import rows
 
-# Events per window: a window of 3 M events of a qemu trace replays in some
-# 2.5 GB; a trace with fewer is replayed whole.
-WINDOW_EVENTS = 3_000_000
+# Events per window: a window of 1 M events of a qemu trace replays in about
+# 1 GB (two at once on two CPUs); a trace with fewer is replayed whole.
+WINDOW_EVENTS = 1_000_000
 # A trace file read whole into memory at most (its text: compressed files
 # count at ten times their size); a larger one goes through a store.
 WHOLE_TEXT_BYTES = 512 << 20
@@ -58,16 +63,73 @@ def _stored_whole(trace) -> bool:
     return not getattr(trace, "loaded", True) and getattr(trace, "_whole", False)
 
 
-def window_bounds(trace, window_events=None) -> list:
-    """[(start_ns, end_ns), ...]: the windows validate replays ``trace`` in,
-    each the rows ``start_ns <= ts_ns < end_ns`` (None: open on that side);
-    ``[(None, None)]``, the whole trace, when it has at most
-    ``window_events`` events (None: :data:`WINDOW_EVENTS`; 0: always whole)."""
+@dataclass(frozen=True)
+class TextFile:
+    """A plain text trace too large to read whole: validate reads it in
+    byte ranges of whole lines (trace/ranges.py), one per window."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class _Whole:
+    trace: object
+
+    def load(self, kernel=None):
+        return self.trace
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """Rows of a trace in memory (not for another process: it would copy the trace)."""
+    trace: object
+    start_ns: int | None
+    end_ns: int | None
+
+    def load(self, kernel=None):
+        return window_of(self.trace, self.start_ns, self.end_ns)
+
+
+@dataclass(frozen=True)
+class _StoreWindow:
+    """Rows start_ns <= ts_ns < end_ns of a store: loaded where it is replayed."""
+    store: str
+    columns: tuple | None
+    start_ns: int | None
+    end_ns: int | None
+
+    def load(self, kernel=None):
+        from ..trace import open_trace
+        whole = open_trace(self.store)
+        if self.columns is not None:
+            whole = whole.narrowed(self.columns)
+        return whole.between(self.start_ns, self.end_ns, kernel=kernel)
+
+
+@dataclass(frozen=True)
+class _Range:
+    range: object
+
+    def load(self, kernel=None):
+        from ..trace.ranges import read_range
+        return read_range(self.range, kernel=kernel)
+
+
+def windows_of(trace, window_events=None) -> list:
+    """The windows validate replays ``trace`` (as :func:`opened` gives it)
+    in: each with ``load(kernel)``, its rows as a trace of their own; one,
+    the whole trace, when it has at most ``window_events`` events (None:
+    :data:`WINDOW_EVENTS`; 0: always whole). A plain text too large to
+    read whole is cut at line ends, a store or a trace in memory at
+    timestamps, into windows of about ``window_events`` events."""
     per = check_window_events(window_events)
+    if isinstance(trace, TextFile):
+        from ..trace.ranges import text_ranges
+        return [_Range(r) for r in text_ranges(trace.path, per or 1 << 62)]
     stored = _stored_whole(trace)
     n = int(trace._meta["rows"]) if stored else len(trace.events)
     if not per or n <= per:
-        return [(None, None)]
+        return [_Whole(trace)]
     if stored:
         from ..trace.store import read_store
         ts = read_store(trace.store_path, columns=["ts_ns"])["ts_ns"].to_numpy()
@@ -77,7 +139,15 @@ def window_bounds(trace, window_events=None) -> list:
     k = -(-n // per)
     cuts = np.unique(ts[(np.arange(1, k) * n) // k]).tolist()
     edges = [None] + cuts + [None]
-    return list(zip(edges[:-1], edges[1:]))
+    if stored:
+        columns = None if trace._columns is None else tuple(trace._columns)
+        return [_StoreWindow(trace.store_path, columns, a, b) for a, b in zip(edges[:-1], edges[1:])]
+    return [_Slice(trace, a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def parallel(windows) -> bool:
+    """Whether the windows can be replayed in other processes (they load their own rows there)."""
+    return len(windows) > 1 and not any(isinstance(w, (_Whole, _Slice)) for w in windows)
 
 
 def window_of(trace, start_ns, end_ns, kernel=None):
@@ -117,19 +187,24 @@ def _text_bytes(name: str) -> int:
 def opened(trace, *, read=None, convert=None):
     """``trace`` (a Trace or a path) as validate reads it: a Trace as it is;
     a store opened lazily; a file of at most WHOLE_TEXT_BYTES of text read
-    whole (``read``, default read_ftrace); a larger one converted into a
-    temporary store (``convert``, default timerlab.trace.convert), removed
-    on leaving."""
+    whole (``read``, default read_ftrace); a larger plain text as a
+    :class:`TextFile`, read window by window; a larger compressed one
+    converted into a temporary store (``convert``, default
+    timerlab.trace.convert), removed on leaving."""
     if not isinstance(trace, (str, os.PathLike)):
         yield trace
         return
     from ..trace import convert as convert_trace, open_trace, read_ftrace
+    from ..trace.dat import is_trace_dat
+    from ..trace.ranges import is_plain
     from ..trace.store import is_store
     name = os.fspath(trace)
     if is_store(name):
         yield open_trace(name)
     elif not os.path.isfile(name) or _text_bytes(name) <= WHOLE_TEXT_BYTES:
         yield (read or read_ftrace)(name)
+    elif is_plain(name) and not is_trace_dat(name):
+        yield TextFile(name)
     else:
         with tempfile.TemporaryDirectory(prefix="timerlab-validate-") as tmp:
             store = (convert or convert_trace)(name, os.path.join(tmp, "trace.parquet"))
