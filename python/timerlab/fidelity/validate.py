@@ -4,6 +4,7 @@ closely the simulation agrees with what the kernel recorded (a
 :mod:`timerlab.replay`."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -21,10 +22,11 @@ from .items import Compared, build
 from .races import race_columns
 from .report import FidelityReport
 from .wheel import base_of_flags, wheel_replay
-from .windows import TextFile, check_window_events, opened, parallel, windows_of
+from .windows import TextFile, check_window_events, large, opened, parallel, windows_of
+from .workers import Pool
 
 
-# The fields of the simulation's event log validate reads (_idle_counts, _handovers, races.stopped_programs).
+# The fields of the simulation's event log validate reads (_idle_counts, _handover_rows, races.stopped_programs).
 SIM_COLUMNS = ("state", "success", "lvl", "group", "migrator", "function", "expires_ns", "prev_pid", "is_idle")
 
 # What validate does, in order: the steps a progress callback is told of.
@@ -154,10 +156,12 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     workers = _check_workers(workers)
     overrides.setdefault("tick", "kept")
     overrides.setdefault("hrtimer_wakeups", "trace")  # the kernel's own policy: the trace's timing of tasks
-    with opened(trace) as trace:
+    with opened(trace) as trace, contextlib.ExitStack() as stack:
         if not isinstance(trace, TextFile):
             trace = narrowed(trace)  # a store loads only the columns read here
             require_events(trace, REQUIRED_EVENTS, "validate")
+        # Worker processes start before the windows are cut: they import while that is done.
+        pool = stack.enter_context(Pool(workers, preload=[__name__])) if workers > 1 and large(trace, window_events) else None
         windows = windows_of(trace, window_events)
         told = _teller(progress, len(windows))
         first = narrowed(windows[0].load())
@@ -165,9 +169,9 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
             parts = [_compare(first, overrides, told(0))]
         else:
             machine = _machine_of(first, overrides)
-            if workers > 1 and parallel(windows):
+            if pool is not None and parallel(windows):
                 del first  # each window is loaded where it is replayed
-                parts = _in_processes(windows, overrides, machine, workers, told)
+                parts = _in_processes(pool, windows, overrides, machine, told)
             else:
                 parts = [_window(first, overrides, told(0), keep_config=True)]
                 parts += [_window(narrowed(w.load(machine["kernel"])), machine, told(k))
@@ -230,17 +234,15 @@ def _load_and_compare(window, options, keep_config) -> Compared:
     return _window(narrowed(window.load(options.get("kernel"))), options, lambda _stage: None, keep_config)
 
 
-def _in_processes(windows, overrides, machine, workers, told) -> list:
-    """The windows compared by ``workers`` processes (workers.py), each
+def _in_processes(pool, windows, overrides, machine, told) -> list:
+    """The windows compared by the pool's processes (workers.py), each
     loading its own rows: a window never crosses between processes, only its
     comparisons."""
-    from .workers import run
-
     def done(k):
         for stage in VALIDATE_STAGES:
             told(k)(stage)
     tasks = [(_load_and_compare, (w, overrides if k == 0 else machine, k == 0)) for k, w in enumerate(windows)]
-    return run(tasks, workers, done)
+    return pool.run(tasks, done)
 
 
 def _windows_frame(parts, overrides) -> pd.DataFrame:
@@ -287,6 +289,8 @@ def _compare(trace, overrides, step) -> Compared:
     x["error_ns"] = (x["expired_ns_sim"] - (x["ts_ns"] - script.clock_offset_ns)).abs()
 
     step(VALIDATE_STAGES[3])
+    # An event a trace shows no instance of is a fact to report: not recorded,
+    # or it never happened (cyclictest's PM QoS 0 keeps every tick running).
     absent = [e for e in VALIDATE_EVENTS if e not in REQUIRED_EVENTS and not len(event_rows(ev, (e,)))]
     part = Compared(
         cfg=cfg, notes=list(script.notes), wheel=wheel, placement=placement, expiries=x, blind=blind,

@@ -145,6 +145,17 @@ def windows_of(trace, window_events=None) -> list:
     return [_Slice(trace, a, b) for a, b in zip(edges[:-1], edges[1:])]
 
 
+def large(trace, window_events=None) -> bool:
+    """Whether ``trace`` (as :func:`opened` gives it) will be cut into
+    windows that load apart: a text too large to read whole, or a store of
+    more than a window's events (known before the windows are cut: worker
+    processes start early)."""
+    per = check_window_events(window_events)
+    if not per:
+        return False
+    return isinstance(trace, TextFile) or (_stored_whole(trace) and int(trace._meta["rows"]) > per)
+
+
 def parallel(windows) -> bool:
     """Whether the windows can be replayed in other processes (they load their own rows there)."""
     return len(windows) > 1 and not any(isinstance(w, (_Whole, _Slice)) for w in windows)

@@ -16,9 +16,11 @@ import subprocess
 import sys
 import threading
 
-# The worker's first message is the caller's sys.path, then tasks until EOF.
-_BOOT = ("import pickle, struct, sys; n, = struct.unpack('<Q', sys.stdin.buffer.read(8)); "
-         "sys.path[:] = pickle.loads(sys.stdin.buffer.read(n)); from timerlab.fidelity.workers import serve; serve()")
+# The worker's first message is the caller's sys.path and the modules to
+# import while the caller prepares the tasks; then tasks until EOF.
+_BOOT = ("import importlib, pickle, struct, sys; n, = struct.unpack('<Q', sys.stdin.buffer.read(8)); "
+         "sys.path[:], preload = pickle.loads(sys.stdin.buffer.read(n)); [importlib.import_module(m) for m in preload]; "
+         "from timerlab.fidelity.workers import serve; serve()")
 
 
 def _send(f, obj) -> None:
@@ -58,59 +60,71 @@ def serve() -> None:
             _send(out, ("error", RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}")))
 
 
-def _stop(procs) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
+class Pool:
+    """``workers`` processes, started at once (they import ``preload`` while
+    the caller works on), that :meth:`run` hands tasks to; leaving the
+    ``with`` block ends them (kills them after an exception)."""
 
+    def __init__(self, workers: int, preload=()):
+        self.procs = [subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                      for _ in range(workers)]
+        for p in self.procs:
+            _send(p.stdin, (list(sys.path), list(preload)))
 
-def run(tasks: list, workers: int, done=None) -> list:
-    """The results of ``tasks`` ([(fn, args), ...]) run by ``workers``
-    processes, in the tasks' order; ``done(k)`` is called as task k ends.
-    The first task to raise stops the others, and its exception is raised here."""
-    results = [None] * len(tasks)
-    todo = list(range(len(tasks)))[::-1]
-    lock = threading.Lock()
-    failed = []
+    def __enter__(self):
+        return self
 
-    def drive(proc) -> None:
-        try:
-            _send(proc.stdin, list(sys.path))
-            while True:
-                with lock:
-                    if failed or not todo:
-                        return
-                    k = todo.pop()
-                _send(proc.stdin, tasks[k])
-                kind, value = _receive(proc.stdout)
-                if kind == "error":
-                    raise value
-                results[k] = value
-                if done is not None:
+    def __exit__(self, kind, _value, _tb):
+        if kind is not None:
+            _stop(self.procs)
+        for p in self.procs:
+            if not p.stdin.closed:
+                p.stdin.close()
+            p.wait()
+
+    def run(self, tasks: list, done=None) -> list:
+        """The results of ``tasks`` ([(fn, args), ...]) in their order;
+        ``done(k)`` is called as task k ends. The first task to raise stops
+        the others, and its exception is raised here."""
+        results = [None] * len(tasks)
+        todo = list(range(len(tasks)))[::-1]
+        lock = threading.Lock()
+        failed = []
+
+        def drive(proc) -> None:
+            try:
+                while True:
                     with lock:
-                        done(k)
-        except BaseException as e:
-            with lock:
-                failed.append(e)
-            _stop(procs)  # the others' tasks are of no use now
-        finally:
-            proc.stdin.close()
-            proc.wait()
+                        if failed or not todo:
+                            return
+                        k = todo.pop()
+                    _send(proc.stdin, tasks[k])
+                    kind, value = _receive(proc.stdout)
+                    if kind == "error":
+                        raise value
+                    results[k] = value
+                    if done is not None:
+                        with lock:
+                            done(k)
+            except BaseException as e:
+                with lock:
+                    failed.append(e)
+                _stop(self.procs)  # the others' tasks are of no use now
 
-    procs = [subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-             for _ in range(min(workers, len(tasks)))]
-    threads = [threading.Thread(target=drive, args=(p,), daemon=True) for p in procs]
-    try:
+        threads = [threading.Thread(target=drive, args=(p,), daemon=True) for p in self.procs]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-    except BaseException:  # an interrupt here: no worker outlives the call
-        _stop(procs)
-        raise
-    if failed:
-        e = failed[0]
-        if isinstance(e, EOFError):
-            raise RuntimeError("a validate worker process ended without replying (killed? out of memory?)") from e
-        raise e
-    return results
+        if failed:
+            e = failed[0]
+            if isinstance(e, (EOFError, BrokenPipeError)):
+                raise RuntimeError("a validate worker process ended without replying (killed? out of memory?)") from e
+            raise e
+        return results
+
+
+def _stop(procs) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
