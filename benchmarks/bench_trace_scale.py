@@ -10,7 +10,9 @@ processes):
 * read          ``tl.read_ftrace(text)`` (the events in pandas)
 * validate      ``tl.validate(tl.read_ftrace(text))``: the in-memory path, end to end
 * validate path ``tl.validate(text)``: the same from the file's name (the reader's
-                columns that replay and validate do not read are dropped at once)
+                columns that replay and validate do not read are dropped at once;
+                a trace of more than a million events is replayed in windows,
+                a text over 512 MB read window by window, by two worker processes)
 * base validate the same with the base commit's Python code (``--base REV``,
                 default the merge base with main; same C++ core), today's path
 * convert       ``tl.trace.convert(text, store)``, once
