@@ -157,7 +157,7 @@ def validate(args) -> int:
 
     # A text too large to hold is converted to a temporary store first, and
     # a trace of many events replayed in windows: a bar step per stage of each.
-    with opened(args.trace, read=read_trace, convert=convert_trace) as trace:
+    with opened(args.trace, args.window_events, read=read_trace, convert=convert_trace) as trace:
         n = len(windows_of(trace, args.window_events))
         with stages(n * len(tl.fidelity.VALIDATE_STAGES), "validate") as step:
             report = tl.validate(trace, tick=args.tick, rcu_needs_cpu=not args.no_rcu_tick, progress=step,

@@ -124,9 +124,9 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     ``per_cpu`` counts it. The run always keeps its event log.
 
     ``trace``: a :class:`~timerlab.Trace` or the path of a trace file (text,
-    trace.dat or a store; a plain text larger than 512 MB is read window by
-    window, a larger compressed one or trace.dat through a temporary store:
-    windows.py).
+    trace.dat or a store; a plain text of more than ``window_events`` events
+    is read window by window, a compressed one or trace.dat of more than
+    512 MB of text through a temporary store: windows.py).
 
     ``window_events`` (default None: 1 000 000): a trace of more events is
     replayed in windows of time of about that many events, one at a time, so
@@ -156,7 +156,7 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     workers = _check_workers(workers)
     overrides.setdefault("tick", "kept")
     overrides.setdefault("hrtimer_wakeups", "trace")  # the kernel's own policy: the trace's timing of tasks
-    with opened(trace) as trace, contextlib.ExitStack() as stack:
+    with opened(trace, window_events) as trace, contextlib.ExitStack() as stack:
         if not isinstance(trace, TextFile):
             trace = narrowed(trace)  # a store loads only the columns read here
             require_events(trace, REQUIRED_EVENTS, "validate")

@@ -16,11 +16,12 @@ from every window's comparisons together (items.py).
 
 Where the windows come from: a trace in memory is cut at timestamps (its
 windows replayed here, one after the other); a store at timestamps, each
-window reading its row groups; a plain text file too large to read whole
-(over WHOLE_TEXT_BYTES) at line ends, each window parsing its own byte
-range (trace/ranges.py); a larger compressed file (it cannot be entered in
-the middle) or trace.dat is first converted into a temporary store
-(:func:`timerlab.trace.convert`, a row group at a time).
+window reading its row groups; a plain text file at line ends, each window
+parsing its own byte range (trace/ranges.py); a compressed file (it cannot
+be entered in the middle) or trace.dat of more than WHOLE_TEXT_BYTES of
+text is first converted into a temporary store
+(:func:`timerlab.trace.convert`, a row group at a time), a smaller one read
+whole and cut in memory.
 
 Not here: the comparisons (validate.py) and the items (items.py).
 """
@@ -65,10 +66,12 @@ def _stored_whole(trace) -> bool:
 
 @dataclass(frozen=True)
 class TextFile:
-    """A plain text trace too large to read whole: validate reads it in
-    byte ranges of whole lines (trace/ranges.py), one per window."""
+    """A plain text trace to be cut into windows (or too large to read
+    whole): validate reads it in byte ranges of whole lines
+    (trace/ranges.py), one per window, ``rows`` its estimated events."""
 
     path: str
+    rows: int
 
 
 @dataclass(frozen=True)
@@ -151,9 +154,9 @@ def large(trace, window_events=None) -> bool:
     more than a window's events (known before the windows are cut: worker
     processes start early)."""
     per = check_window_events(window_events)
-    if not per:
-        return False
-    return isinstance(trace, TextFile) or (_stored_whole(trace) and int(trace._meta["rows"]) > per)
+    if isinstance(trace, TextFile):
+        return bool(per) and trace.rows > per
+    return bool(per) and _stored_whole(trace) and int(trace._meta["rows"]) > per
 
 
 def parallel(windows) -> bool:
@@ -195,27 +198,32 @@ def _text_bytes(name: str) -> int:
 
 
 @contextlib.contextmanager
-def opened(trace, *, read=None, convert=None):
+def opened(trace, window_events=None, *, read=None, convert=None):
     """``trace`` (a Trace or a path) as validate reads it: a Trace as it is;
-    a store opened lazily; a file of at most WHOLE_TEXT_BYTES of text read
-    whole (``read``, default read_ftrace); a larger plain text as a
-    :class:`TextFile`, read window by window; a larger compressed one
+    a store opened lazily; a plain text of more than ``window_events``
+    events (or WHOLE_TEXT_BYTES) as a :class:`TextFile`, read window by
+    window; a compressed file of more than WHOLE_TEXT_BYTES of text
     converted into a temporary store (``convert``, default
-    timerlab.trace.convert), removed on leaving."""
+    timerlab.trace.convert), removed on leaving; any other file read whole
+    (``read``, default read_ftrace)."""
     if not isinstance(trace, (str, os.PathLike)):
         yield trace
         return
     from ..trace import convert as convert_trace, open_trace, read_ftrace
     from ..trace.dat import is_trace_dat
-    from ..trace.ranges import is_plain
+    from ..trace.ranges import estimated_rows, is_plain
     from ..trace.store import is_store
     name = os.fspath(trace)
+    per = check_window_events(window_events)
     if is_store(name):
         yield open_trace(name)
-    elif not os.path.isfile(name) or _text_bytes(name) <= WHOLE_TEXT_BYTES:
+        return
+    plain = is_plain(name) and not is_trace_dat(name)
+    rows = estimated_rows(name) if plain and per else 0
+    if plain and per and (rows > per or os.path.getsize(name) > WHOLE_TEXT_BYTES):
+        yield TextFile(name, rows)
+    elif not os.path.isfile(name) or _text_bytes(name) <= WHOLE_TEXT_BYTES or not per:
         yield (read or read_ftrace)(name)
-    elif is_plain(name) and not is_trace_dat(name):
-        yield TextFile(name)
     else:
         with tempfile.TemporaryDirectory(prefix="timerlab-validate-") as tmp:
             store = (convert or convert_trace)(name, os.path.join(tmp, "trace.parquet"))

@@ -47,24 +47,35 @@ def is_plain(path) -> bool:
     return not any(head.startswith(magic) for magic, _new, _pad in KINDS.values())
 
 
-def text_ranges(path, rows: int) -> list:
-    """The file cut at line ends into :class:`TextRange` of about ``rows`` event lines."""
-    name = os.fspath(path)
-    size = os.path.getsize(name)
+def _head(name: str) -> tuple:
+    """(the file's header lines, bytes per event line in its first
+    megabyte or None if it shows no event)."""
     with open(name, "rb") as f:
         head = f.read(_HEAD_BYTES)
     head = head[:head.rfind(b"\n") + 1]
     parser = _core.FtraceParser(strict=False)
     parser.feed(head)
     parser.finish()
-    cols = parser.take()
-    lines = cols["line"]
+    lines = parser.take()["line"]
     header_lines = int(lines[0]) - 1 if len(lines) else head.count(b"\n")
     header = b"".join(head.splitlines(keepends=True)[:header_lines])
-    per_row = (len(head) - len(header)) / max(len(lines), 1)  # bytes per event line
-    n = max(1, round((size - len(header)) / per_row / rows)) if len(lines) else 1
-    cuts = [0] + [_line_end(name, size * k // n) for k in range(1, n)] + [size]
-    cuts = sorted(set(cuts))
+    return header, (len(head) - len(header)) / len(lines) if len(lines) else None
+
+
+def estimated_rows(path) -> int:
+    """The event lines of a plain text file, estimated from its first megabyte."""
+    name = os.fspath(path)
+    header, per_row = _head(name)
+    return round((os.path.getsize(name) - len(header)) / per_row) if per_row else 0
+
+
+def text_ranges(path, rows: int) -> list:
+    """The file cut at line ends into :class:`TextRange` of about ``rows`` event lines."""
+    name = os.fspath(path)
+    size = os.path.getsize(name)
+    header, _per_row = _head(name)
+    n = max(1, -(-estimated_rows(name) // rows))
+    cuts = sorted({0, size, *(_line_end(name, size * k // n) for k in range(1, n))})
     firsts = _lines_before(name, cuts[:-1])
     return [TextRange(name, a, b, first, header) for a, b, first in zip(cuts[:-1], cuts[1:], firsts)]
 
