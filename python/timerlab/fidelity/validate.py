@@ -16,7 +16,7 @@ from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
 from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import node_of_cpu
-from ..trace.rows import event_rows, select_events
+from ..trace.rows import event_in, event_rows, select_events
 from .hrtimers import hrtimer_expiries, wakeup_counts
 from .items import Compared, build
 from .races import race_columns
@@ -41,23 +41,29 @@ def _expiring_cpu(trace, script: Script, res) -> tuple:
     ev = trace.events
     tev = select_events(ev, ("timer_start", "timer_expire_entry"), ("cpu", "timer", "expires_jiffies", "flags",
                                                                     "function", "base_cpu", "line", "ts_ns"))
-    event, cpu, timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
+    cpu, timer = column(tev, "cpu"), column(tev, "timer")
     expires, flags, function = column(tev, "expires_jiffies"), column(tev, "flags", ""), column(tev, "function", "")
     base_cpu, line, ts = column(tev, "base_cpu"), column(tev, "line"), column(tev, "ts_ns")
-    last, arms = {}, {}
+    # An expiry belongs to its timer's last start before it, if no expiry
+    # came in between: in the rows sorted by timer (stably), the row just
+    # before it, if that is a start of the same timer. A start's arm is the
+    # number of starts of its timer before it.
+    start = event_in(tev, ("timer_start",))
+    order = np.argsort(tev["timer"].to_numpy(np.uint64, na_value=0), kind="stable")
+    t_sorted, s_sorted = tev["timer"].to_numpy(np.uint64, na_value=0)[order], start[order]
+    same = np.r_[False, t_sorted[1:] == t_sorted[:-1]]
+    matched = ~s_sorted & np.r_[False, s_sorted[:-1]] & same
+    unknown = int((~s_sorted).sum() - matched.sum())
+    starts = np.cumsum(s_sorted)
+    first_of_timer = np.maximum.accumulate(np.where(same, 0, np.arange(len(order))))
+    arm = starts - 1 - np.where(first_of_timer > 0, starts[first_of_timer - 1], 0)
+    at = np.flatnonzero(matched)
+    pairs = sorted(zip(order[at].tolist(), order[at - 1].tolist(), arm[at - 1].tolist()))  # in the trace's order
+    is_global = {f: base_of_flags(f) == "GLOBAL" for f in {flags[j] for _i, j, _a in pairs}}
     rows = []
-    unknown = 0
-    for i, e in enumerate(event):
-        if e == "timer_start":
-            arms[timer[i]] = arms.get(timer[i], -1) + 1
-            last[timer[i]] = (expires[i], flags[i], base_cpu[i], arms[timer[i]])
-        elif e == "timer_expire_entry":
-            s = last.pop(timer[i], None)
-            if s is None:
-                unknown += 1
-                continue
-            if base_of_flags(s[1]) == "GLOBAL":
-                rows.append((line[i], ts[i], timer[i], str(function[i]), int(s[0]), s[2], cpu[i], s[3]))
+    for i, j, a in pairs:
+        if is_global[flags[j]]:
+            rows.append((line[i], ts[i], timer[i], str(function[i]), int(expires[j]), base_cpu[j], cpu[i], a))
     trace_x = pd.DataFrame(rows, columns=["line", "ts_ns", "timer", "function", "expires_jiffies", "base_cpu",
                                           "cpu_trace", "arm"])
     t = res.timers
@@ -388,13 +394,19 @@ def _handover_rows(trace, res, start_ts, sim_events) -> tuple:
         if not len(ev):
             return {}
         ev = ev[(ev["lvl"] == 0) & (ev["ts_ns"] > t0)]
-        cpus, changes, last = {}, {}, {}
-        for g, c, m in zip(ev["group"].tolist(), ev["cpu"].tolist(), ev["migrator"].tolist()):
-            cpus.setdefault(g, set()).add(int(c))
-            if g in last and last[g] != m:
-                changes[g] = changes.get(g, 0) + 1
-            last[g] = m
-        return {tuple(sorted(v)): changes.get(g, 0) for g, v in cpus.items()}
+        # Per group (its rows in order, by a stable sort): the CPUs it showed and how often its migrator changed.
+        groups, code = np.unique(ev["group"].to_numpy(np.uint64, na_value=0), return_inverse=True)
+        cpu = ev["cpu"].to_numpy(np.int64)
+        migrator = ev["migrator"].to_numpy(np.int64, na_value=np.iinfo(np.int64).min)
+        order = np.argsort(code, kind="stable")
+        g, m = code[order], migrator[order]
+        changes = np.bincount(g[1:][(g[1:] == g[:-1]) & (m[1:] != m[:-1])], minlength=len(groups))
+        width = int(cpu.max()) + 1 if len(cpu) else 1
+        pairs = np.unique(code * width + cpu)  # (group, cpu), sorted
+        cpus = {}
+        for k, c in zip((pairs // width).tolist(), (pairs % width).tolist()):
+            cpus.setdefault(k, []).append(c)
+        return {tuple(v): int(changes[k]) for k, v in cpus.items()}
 
     tr_counts = count(trace.events, start_ts)
     if not tr_counts:
