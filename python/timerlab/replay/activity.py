@@ -246,6 +246,12 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     expiries the replay simulates (hrtimers.py), which end their idle periods
     as the tick does (6.12's fair server, dl_task_timer, mostly leaves the
     loop so: an OP_EXIT at its expiry)."""
+    return list(zip(*(c.tolist() for c in device_interrupt_columns(ev, cpus_with_idle, initial_busy,
+                                                                   hrtimer_expiries))))
+
+
+def device_interrupt_columns(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()) -> tuple:
+    """device_interrupts as NumPy columns: the replay's script takes them whole."""
     on = ev["cpu"].isin(cpus_with_idle).to_numpy()
     last_ts = int(ev["ts_ns"].to_numpy()[on][-1]) if on.any() else 0
     act, idle = idle_actions(ev)
@@ -254,7 +260,8 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     on = np.flatnonzero(on)
     on = on[(act[on] != _OTHER) | previous_flag_on_cpu(ev["cpu"].to_numpy()[on], idle[on], True)]
     if not len(on):
-        return []
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none, none, none
     kind = np.where(clock_wakeups(ev, hrtimer_expiries)[on], _BY_TICK,
                     np.where(event_in(ev, ("sched_wakeup",))[on], _BY_TASK, _BY_IRQ))
     order = cpu_order(ev["cpu"].to_numpy()[on])
@@ -284,8 +291,7 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     pick = np.flatnonzero(emit)
     pick = pick[np.argsort(np.where(settled, on[end], len(ev) + on[at])[pick], kind="stable")]
     at = at[pick]
-    return list(zip(ts[at].tolist(), cpu[at].tolist(), np.maximum(0, t_end[pick] - ts[at]).tolist(),
-                    ev["line"].to_numpy()[on[at]].tolist(), op[pick].tolist()))
+    return ts[at], cpu[at], np.maximum(0, t_end[pick] - ts[at]), ev["line"].to_numpy()[on[at]], op[pick]
 
 
 def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns):

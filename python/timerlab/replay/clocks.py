@@ -197,6 +197,12 @@ def tick_wakeups(ev, tick_ns, offset=None):
     tick's work — its timer softirq takes the duty's event, and the
     jiffies-update duty's holder advances jiffies there, which other CPUs'
     tick decisions read (tick_nohz_next_event's basej)."""
+    return list(zip(*(c.tolist() for c in tick_wakeup_columns(ev, tick_ns, offset))))
+
+
+def tick_wakeup_columns(ev, tick_ns, offset=None) -> tuple:
+    """tick_wakeups as NumPy columns (programmed_ns and delay_ns uint64):
+    the replay's script takes them whole, without a tuple per tick."""
     tick = event_in(ev, ("hrtimer_start", "hrtimer_expire_entry")) & function_in(ev, TICK_FUNCTIONS)
     stop = is_tick_stop(ev)
     left = is_idle_loop_exit(ev)
@@ -217,8 +223,6 @@ def tick_wakeups(ev, tick_ns, offset=None):
     start = programmed_by(cpu, sel["hrtimer"] if "hrtimer" in sel else pd.Series(np.nan, index=sel.index),
                           arm, expiry)
     expiry = np.flatnonzero(expiry)
-    if not len(expiry):
-        return []
     # In uint64, as the columns are: exact, and the lateness is never negative (g <= now <= ran).
     s = start[expiry]
     armed = (s >= 0) & (sel["expires_ns"].notna().to_numpy()[s] if "expires_ns" in sel else False)
@@ -234,8 +238,7 @@ def tick_wakeups(ev, tick_ns, offset=None):
         handler = sel["ts_ns"].to_numpy()[expiry] - offset
         later = (handler >= 0) & (handler.astype(np.uint64) > now)
         ran = np.where(later, handler.astype(np.uint64), now)
-    return list(zip(g.tolist(), (ran - g).tolist(), cpu[expiry].tolist(), sel["line"].to_numpy()[expiry].tolist(),
-                    was_stopped.tolist(), from_idle[expiry].tolist()))
+    return g, ran - g, cpu[expiry], sel["line"].to_numpy()[expiry], was_stopped, from_idle[expiry]
 
 
 def programmed_by(cpu: np.ndarray, timer: pd.Series, arm: np.ndarray, expiry: np.ndarray) -> np.ndarray:
