@@ -118,20 +118,23 @@ def _fit_rows(ev, offset, j0, tick_ns) -> tuple:
 
 def _fit(rows, holder, handovers, stall_check) -> dict:
     """jiffies_fit's replay of ``rows`` (_fit_rows) with ``holder`` holding the duty at the start."""
+    # Per row: comparisons rather than max() (jiffies are Python ints: the same values), the action
+    # codes as locals; initial_duty replays a prefix once per candidate, jiffies_fit the whole trace.
+    irq, stop, wake = _IRQ, _STOP, _WAKE
     jif, columns = rows
     last_seen, stalls = {}, {}
     ok_grid = ok_kernel = total = 0
     for a, c, st, g, nj, tk, o, t, ln in zip(*columns):
-        if a == _IRQ:
-            if st:
-                jif = max(jif, nj)  # tick_nohz_irq_enter: jiffies brought up to date
+        if a == irq:
+            if st and nj > jif:
+                jif = nj  # tick_nohz_irq_enter: jiffies brought up to date
             if tk:
                 if holder is None:
                     holder = c
                     if handovers is not None:
                         handovers.append((t, ln, c, c))
-                if holder == c:
-                    jif = max(jif, nj)
+                if holder == c and nj > jif:
+                    jif = nj
                 # tick_sched_do_timer's stall check: own ticks seeing jiffies unchanged
                 if not stall_check:
                     pass
@@ -140,20 +143,23 @@ def _fit(rows, holder, handovers, stall_check) -> dict:
                 else:
                     stalls[c] += 1
                     if stalls[c] == MAX_STALLED_JIFFIES:
-                        jif = max(jif, nj)
+                        if nj > jif:
+                            jif = nj
                         last_seen[c], stalls[c] = jif, 0
-        elif a == _STOP:
+        elif a == stop:
             if holder == c:
                 holder = None
                 if handovers is not None:
                     handovers.append((t, ln, c, None))
-        elif a == _WAKE:
-            jif = max(jif, g)
+        elif a == wake:
+            if g > jif:
+                jif = g
         else:
             total += 1
             ok_grid += o == g
             ok_kernel += o == jif
-            jif = max(jif, o)
+            if o > jif:
+                jif = o
     return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
 
 
