@@ -137,65 +137,74 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     busy period that switch starts waits for that timer's expiry (the
     busy_start's flags: 1 a timer key, 2 an hrtimer key)."""
     woken_by = woken_by or {}
-    out, state, missing = [], {}, set()
+    out, missing = [], set()
     need, on, first = _task_rows(ev)
     sub = rows(ev, on, ("event", "cpu", "ts_ns", "line", "pid", "prev_pid", "next_pid", "state", "now_ns",
                         "target_cpu"))
-    wake = {}  # CPU -> (ts, line) of the first event after its latest idle entry
+    kind, woke = _task_kinds(sub), _woke_at(sub, clock_offset)
+    # Per-CPU state in lists, not dicts (a lookup per row and state): the CPUs are small non-negative ints.
+    cpus = sub["cpu"].to_numpy()
+    size = max(nr_cpus, int(cpus.max()) + 1) if len(cpus) else nr_cpus
+    if len(cpus) and cpus.min() < 0:
+        raise ValueError(f"task_intervals: negative CPU {int(cpus.min())}")
+    busy, idle = 1, 2
+    state = [0] * size  # 0: not known yet, busy or idle
+    has_idle = [c in idle_cpus for c in range(size)]
+    wake = [0] * size  # (ts, line) of the first event after its latest idle entry; None: none yet; 0: not idle
     # CPU -> [flags known, ts when a task was first enqueued on it (None before)] since it woke, for
     # the time it stays idle_cpu(); absent: the interrupt found need-resched already set.
     pulled = {}
-    for e, c, ts, line, pid, prev_pid, next_pid, idle_state, now_ns, target, nr in zip(
-            column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line"), column(sub, "pid"),
-            column(sub, "prev_pid"), column(sub, "next_pid"), column(sub, "state"), column(sub, "now_ns"),
-            column(sub, "target_cpu"), need[on].tolist()):
-        w = target if e == "sched_wakeup" else c if nr else None
-        if w is not None and w in pulled and pulled[w][1] is None:
-            pulled[w][1] = ts
-        if e == "cpu_idle":
-            if idle_state != CPU_IDLE_EXIT:
-                wake[c] = None
-                pulled.pop(c, None)
-                if state.get(c) == "busy":
-                    # Only the idle task enters an idle state: the switch to it went unlogged.
-                    out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
-                    state[c] = "idle"
-            elif wake.get(c, 0) is None:
+    entry, exit_, run_, stop, wakeup = _ENTRY, _EXIT, _K_IN, _K_OUT, _K_WAKEUP
+    for k, c, ts, line, at, target, task, nr in zip(
+            kind.tolist(), cpus.tolist(), sub["ts_ns"].to_numpy().tolist(), sub["line"].to_numpy().tolist(),
+            woke.tolist(), values(sub, "target_cpu", -1).tolist(), (values(sub, "pid", 0) != 0).tolist(),
+            need[on].tolist()):
+        w = target if k == wakeup else c if nr else -1  # -1: no CPU's
+        if w >= 0:
+            p = pulled.get(w)
+            if p is not None and p[1] is None:
+                p[1] = ts
+        if k == entry:
+            wake[c] = None
+            pulled.pop(c, None)
+            if state[c] == busy:
+                # Only the idle task enters an idle state: the switch to it went unlogged.
+                out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                state[c] = idle
+            continue
+        if k == exit_:
+            if wake[c] is None:
                 wake[c] = (ts, line)
                 if not nr:
                     pulled[c] = [nr is not None, None]
             continue
-        if wake.get(c, 0) is None:
+        if wake[c] is None:
             if not nr:
-                pulled[c] = [nr is not None, ts if e == "sched_wakeup" and target == c else None]
-            # The handler's own time: its clock reading (now=) may come long before it runs (a vCPU
-            # descheduled in between), and the simulated tick fires when the handler ran (clocks.py).
-            ran = e == "hrtimer_expire_entry" and now_ns is not None
-            wake[c] = (max(now_ns + clock_offset, ts) if ran else ts, line)
-        if e == "sched_switch" and prev_pid is not None and next_pid is not None:
-            if prev_pid == 0 and next_pid != 0:
-                if state.get(c) != "busy":
-                    t, ln = (wake.get(c) or (ts, line)) if c in idle_cpus else (ts, line)
-                    # idle_cpu() until a task was enqueued: a sched_wakeup, or need-resched seen (the CPU
-                    # pulled one itself, or was handed one), else the switch; without flags, a wakeup only.
-                    known, enq = pulled.pop(c, (False, None))
-                    runnable = (enq if enq is not None else ts if known else t) - t
-                    flag, key = woken_by.get(line, (0, 0))
-                    out.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
-                state[c] = "busy"
-                wake.pop(c, None)
-            elif next_pid == 0 and prev_pid != 0:
-                if state.get(c) != "idle":
-                    out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
-                state[c] = "idle"
-                if c in idle_cpus:
-                    # Woken before its idle entry was logged (or got that far), the CPU runs the next
-                    # task from the interrupt on, as after an idle period.
-                    wake[c] = None
-                    pulled.pop(c, None)
-        elif state.get(c) == "idle" and pid not in (None, 0):
+                pulled[c] = [nr is not None, ts if k == wakeup and target == c else None]
+            wake[c] = (at, line)
+        if k == run_:
+            if state[c] != busy:
+                t, ln = (wake[c] or (ts, line)) if has_idle[c] else (ts, line)
+                # idle_cpu() until a task was enqueued: a sched_wakeup, or need-resched seen (the CPU
+                # pulled one itself, or was handed one), else the switch; without flags, a wakeup only.
+                known, enq = pulled.pop(c, (False, None))
+                runnable = (enq if enq is not None else ts if known else t) - t
+                flag, key = woken_by.get(line, (0, 0))
+                out.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
+            state[c] = busy
+            wake[c] = 0
+        elif k == stop:
+            if state[c] != idle:
+                out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
+            state[c] = idle
+            if has_idle[c]:
+                # Woken before its idle entry was logged (or got that far), the CPU runs the next
+                # task from the interrupt on, as after an idle period.
+                wake[c] = None
+                pulled.pop(c, None)
+        elif k != _K_SWITCH and state[c] == idle and task:
             out.append((ts, line, c, OP_BUSY, 0, 0, 0, 0, c, 0))
-            state[c] = "busy"
+            state[c] = busy
             missing.add(c)
     first = dict(zip(ev["cpu"].to_numpy()[first].tolist(), column(ev.iloc[first], "pid")))  # CPU -> its first pid
     initial = []
@@ -203,6 +212,33 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
         p = first.get(c)
         initial.append(int(c not in idle_cpus) if p is None else int(p != 0))
     return out, initial, sorted(missing)
+
+
+# task_intervals: what a row does besides the idle actions (_ENTRY, _EXIT): a switch from the idle
+# task to a task, from a task to it, another switch (both pids known), a wakeup, anything else.
+_K_IN, _K_OUT, _K_SWITCH, _K_WAKEUP, _K_OTHER = range(_CLOCK + 1, _CLOCK + 6)
+
+
+def _task_kinds(sub) -> np.ndarray:
+    """Per row, its kind for task_intervals (a switch with a pid missing is another event)."""
+    switch = event_in(sub, ("sched_switch",))
+    if "prev_pid" in sub and "next_pid" in sub:
+        switch &= sub["prev_pid"].notna().to_numpy() & sub["next_pid"].notna().to_numpy()
+    prev, nxt = values(sub, "prev_pid", -1), values(sub, "next_pid", -1)
+    return np.select([is_idle_entry(sub), event_in(sub, ("cpu_idle",)), switch & (prev == 0) & (nxt != 0),
+                      switch & (nxt == 0) & (prev != 0), switch, event_in(sub, ("sched_wakeup",))],
+                     [_ENTRY, _EXIT, _K_IN, _K_OUT, _K_SWITCH, _K_WAKEUP], _K_OTHER)
+
+
+def _woke_at(sub, clock_offset) -> np.ndarray:
+    """Per row, when it ended an idle period if it did: its timestamp, but for an hrtimer expiry
+    the handler's own time — its clock reading (now=) may come long before it runs (a vCPU
+    descheduled in between), and the simulated tick fires when the handler ran (clocks.py)."""
+    ts = sub["ts_ns"].to_numpy()
+    if "now_ns" not in sub:
+        return ts
+    ran = event_in(sub, ("hrtimer_expire_entry",)) & sub["now_ns"].notna().to_numpy()
+    return np.where(ran, np.maximum(sub["now_ns"].to_numpy(np.int64, na_value=0) + clock_offset, ts), ts)
 
 
 def _task_rows(ev):
