@@ -175,7 +175,8 @@ def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_ch
     ``observations`` timer events; ties go to the first CPU to log a tick."""
     idx = event_rows(ev, ("timer_start", "timer_expire_entry"))
     prefix = ev.iloc[:idx[min(observations, len(idx)) - 1] + 1] if len(idx) else ev
-    first = [c for c in dict.fromkeys(tick_events(prefix)["cpu"].tolist()) if c in candidates]
+    # The CPUs of the ticks, not tick_events' frame: a boolean selection copies every column.
+    first = [c for c in dict.fromkeys(prefix["cpu"].to_numpy()[is_tick_expiry(prefix)].tolist()) if c in candidates]
     order = list(dict.fromkeys(first + sorted(candidates)))
     if not order:
         return -1
