@@ -283,14 +283,22 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     as the tick does (6.12's fair server, dl_task_timer, mostly leaves the
     loop so: an OP_EXIT at its expiry)."""
     return list(zip(*(c.tolist() for c in device_interrupt_columns(ev, cpus_with_idle, initial_busy,
-                                                                   hrtimer_expiries))))
+                                                                   idle_marks(ev, hrtimer_expiries)))))
 
 
-def device_interrupt_columns(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()) -> tuple:
-    """device_interrupts as NumPy columns: the replay's script takes them whole."""
+def idle_marks(ev, hrtimer_expiries) -> tuple:
+    """(actions, is a cpu_idle, clock wakeups): idle_actions and
+    clock_wakeups, which device_interrupts and clock_wake_ends both read
+    (the script computes them once for the two)."""
+    return idle_actions(ev) + (clock_wakeups(ev, hrtimer_expiries),)
+
+
+def device_interrupt_columns(ev, cpus_with_idle, initial_busy, marks) -> tuple:
+    """device_interrupts as NumPy columns, of the trace's ``marks``
+    (idle_marks): the replay's script takes them whole."""
     on = ev["cpu"].isin(cpus_with_idle).to_numpy()
     last_ts = int(ev["ts_ns"].to_numpy()[on][-1]) if on.any() else 0
-    act, idle = idle_actions(ev)
+    act, idle, clock = marks
     # Of the other events, only the first after an idle entry or exit (or a CPU's first: it may be idle
     # at the start) can end an idle period.
     on = np.flatnonzero(on)
@@ -298,7 +306,7 @@ def device_interrupt_columns(ev, cpus_with_idle, initial_busy, hrtimer_expiries=
     if not len(on):
         none = np.zeros(0, dtype=np.int64)
         return none, none, none, none, none
-    kind = np.where(clock_wakeups(ev, hrtimer_expiries)[on], _BY_TICK,
+    kind = np.where(clock[on], _BY_TICK,
                     np.where(event_in(ev, ("sched_wakeup",))[on], _BY_TASK, _BY_IRQ))
     order = cpu_order(ev["cpu"].to_numpy()[on])
     on, kind = on[order], kind[order]
@@ -341,26 +349,46 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
     out = [0] * nr_cpus
     if not cpus_with_idle:  # no cpu_idle events (and maybe no state column at all)
         return out
+    # Per-CPU firsts of a few hundred rows with NumPy: a groupby per column cost more than the rest.
     on = ev["cpu"].isin(cpus_with_idle).to_numpy()
-    idle = rows(ev, on & event_in(ev, ("cpu_idle",)), ("cpu", "ts_ns", "state"))
-    entries = idle[idle["state"] != CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
-    exits = idle[idle["state"] == CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
-    ticks = rows(ev, on & is_tick_expiry(ev), ("cpu", "ts_ns", "now_ns"))
-    first_tick = ticks.groupby("cpu")[["ts_ns", "now_ns"]].first()
+    cpu, ts = ev["cpu"].to_numpy(), ev["ts_ns"].to_numpy()
+    idle = np.flatnonzero(on & event_in(ev, ("cpu_idle",)))
+    state, known = values(ev, "state", 0)[idle], ev["state"].notna().to_numpy()[idle]  # a missing state: neither
+    entries = _earliest(cpu[idle], ts[idle], known & (state != CPU_IDLE_EXIT))
+    exits = _earliest(cpu[idle], ts[idle], known & (state == CPU_IDLE_EXIT))
+    ticks = np.flatnonzero(on & is_tick_expiry(ev))
+    # The first tick's time and the first clock reading (groupby's first: of the rows that have one).
+    first_ts = _first(cpu[ticks], ts[ticks], np.ones(len(ticks), dtype=bool))
+    first_now = (_first(cpu[ticks], ev["now_ns"].to_numpy(np.uint64, na_value=0)[ticks],
+                        ev["now_ns"].notna().to_numpy()[ticks]) if "now_ns" in ev else {})
     grid = (start_mono // tick_ns + 1) * tick_ns  # the first tick due after the start
     never = np.iinfo(np.int64).max
     for c in cpus_with_idle:
         if initial_busy[c]:
             continue
-        runs = (c in first_tick.index and int(first_tick.loc[c, "now_ns"]) < start_mono + 2 * tick_ns
-                and int(first_tick.loc[c, "ts_ns"]) < int(entries.get(c, never)))
+        runs = (c in first_ts and first_now.get(c) < start_mono + 2 * tick_ns
+                and first_ts[c] < entries.get(c, never))
         if runs:
             # Left idle only after a grid point with no tick before: the tick was stopped (its first tick
             # then comes in the busy period that follows).
-            t, now = int(first_tick.loc[c, "ts_ns"]), int(first_tick.loc[c, "now_ns"])
-            runs = not (int(exits.get(c, never)) < t and int(exits.get(c, never)) - (t - now) > grid)
+            t, now = first_ts[c], first_now[c]
+            runs = not (exits.get(c, never) < t and exits.get(c, never) - (t - now) > grid)
         out[c] = 1 if runs else 2
     return out
+
+
+def _first(cpu, value, where) -> dict:
+    """{CPU: ``value`` of its first row ``where`` true} (Python ints)."""
+    at = np.flatnonzero(where)
+    c, first = np.unique(cpu[at], return_index=True)
+    return dict(zip(c.tolist(), value[at[first]].tolist()))
+
+
+def _earliest(cpu, value, where) -> dict:
+    """{CPU: the least ``value`` of its rows ``where`` true} (Python ints)."""
+    at = np.flatnonzero(where)
+    order = np.lexsort((value[at], cpu[at]))
+    return _first(cpu[at][order], value[at][order], np.ones(len(at), dtype=bool))
 
 
 def entries_before_first_tick(ev) -> set:
@@ -444,7 +472,12 @@ def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
     ran (default_idle_call); where it is logged first, the next idle entry.
     ``hrtimer_expiries``: lines of replayed hrtimers' expiries, which count
     as clock wakeups too."""
-    act, idle = idle_actions(ev)
+    return clock_wake_end_lines(ev, cpus_with_idle, idle_marks(ev, hrtimer_expiries))
+
+
+def clock_wake_end_lines(ev, cpus_with_idle, marks) -> dict:
+    """clock_wake_ends of the trace's ``marks`` (idle_marks)."""
+    act, idle, clock = marks
     on = np.flatnonzero(ev["cpu"].isin(cpus_with_idle).to_numpy())
     cpu, act = ev["cpu"].to_numpy()[on], act[on]
     # The first event after an idle entry (cpu_idle exits aside): a clock wakeup there is a candidate,
@@ -452,7 +485,7 @@ def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
     since = latest_on_cpu(cpu, np.where(act == _ENTRY, 1, np.where(idle[on], -1, 0)))
     prev = previous_on_cpu(cpu)
     first = (prev >= 0) & (since[prev] == 1) & ~idle[on]
-    act = np.where(first & clock_wakeups(ev, hrtimer_expiries)[on], _CLOCK, act)
+    act = np.where(first & clock[on], _CLOCK, act)
     keep = act != _OTHER
     on, act, cpu = on[keep], act[keep], cpu[keep]
     # Per CPU, the event after a clock wakeup's exits (the next entry, or what drops it) settles it: it

@@ -18,8 +18,8 @@ from ..trace.features import record_hint
 from ..trace.rows import event_rows, previous_on_cpu, select_events, str_test, values
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
-from .activity import (clock_wake_ends, device_interrupt_columns, entries_before_first_tick, hidden_tick_policies,
-                       initial_ticks, task_intervals, tick_policies, timer_wakeups)
+from .activity import (clock_wake_end_lines, device_interrupt_columns, entries_before_first_tick,
+                       hidden_tick_policies, idle_marks, initial_ticks, task_intervals, tick_policies, timer_wakeups)
 from .arms import PLACE_NAMES, arm_places
 from ..wake_latency import fit_tables
 from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeup_columns
@@ -299,7 +299,8 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         on = (target >= 0) & (target < nr_cpus)
         parts.append(_items(ipi["ts_ns"].to_numpy()[on], ipi["line"].to_numpy()[on], target[on], OP_WAKE_PENDING))
     # Device interrupts (CPUs that log cpu_idle only).
-    ts, cpu, dur, line, op = device_interrupt_columns(run, sorted(idle_cpus), initial_busy, set(hr_expiries))
+    marks = idle_marks(run, set(hr_expiries))  # for the device interrupts and the clock wakeups' ends
+    ts, cpu, dur, line, op = device_interrupt_columns(run, sorted(idle_cpus), initial_busy, marks)
     parts.append(_items(ts, line, cpu, op, duration=dur))
     # The state at the start: whose tick runs, who holds the jiffies duty.
     initial_tick = initial_ticks(run, nr_cpus, sorted(idle_cpus), initial_busy, start_ns, tick_ns)
@@ -335,7 +336,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # How long each clock wakeup of an idle CPU kept it awake (softirqs included), beside its lateness: the
     # order in which CPUs woken by one tick idle again — which of them goes inactive last in the hierarchy —
     # is the order their interrupts end.
-    ends = clock_wake_ends(run, sorted(idle_cpus), set(hr_expiries))
+    ends = clock_wake_end_lines(run, sorted(idle_cpus), marks)
     known, end = _lookup(ends, line)
     on = known & due
     parts.append(_items(g[on] - 1 + offset, line[on], cpu[on], OP_WAKE_IRQ,
