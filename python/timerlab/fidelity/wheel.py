@@ -41,7 +41,7 @@ from tqdm import tqdm
 from .._checks import check_hz
 from ..replay.clocks import tick_jiffies_offset
 from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches
-from ..trace.rows import select_events, str_isin, str_test
+from ..trace.rows import event_in, select_events, str_isin, str_test
 from ..wheel import TimerWheel, calc_wheel_index
 
 __all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]
@@ -211,7 +211,7 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     base_cpu = column(ev, "base_cpu")
     function = column(ev, "function", "")
     tick_ns = 1_000_000_000 // hz
-    acting, clock = _acting_rows(ev, event)
+    acting, clock = _acting_rows(ev)
     # The tick's expiries and timer_expire_entry: all the offset reads.
     offset = tick_jiffies_offset(*([col[i] for i in clock] for col in (event, function, now_ns, now)), tick_ns)
     detaches = expiry_detaches(event, cpu, timer)
@@ -252,22 +252,23 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     return WheelReplay(_placement_frame(ev, placed, hz), _expiry_frame(ev, expired))
 
 
-def _acting_rows(ev: pd.DataFrame, event: list) -> tuple:
+def _acting_rows(ev: pd.DataFrame) -> tuple:
     """(acting, clock): the positions (lists) of the events that move the
     replay — the timer events, the tick's expiries (is_tick), idle entries
     and TIMER softirqs; the others (an idle exit, another softirq or
     hrtimer) change nothing there — and of the tick's expiries and
-    timer_expire_entry."""
-    e = np.asarray(event, dtype=object)
-    n = len(e)
+    timer_expire_entry. The events by their codes (event_in), not a string
+    compare per row."""
+    n = len(ev)
     tick = str_test(ev["function"], lambda f: f.startswith("tick_")) if "function" in ev else np.zeros(n, dtype=bool)
     entry = (ev["state"].to_numpy(dtype=np.int64, na_value=-1) != CPU_IDLE_EXIT if "state" in ev
              else np.ones(n, dtype=bool))  # a missing state is no exit
     timer_softirq = str_isin(ev["action"], ("TIMER",)) if "action" in ev else np.zeros(n, dtype=bool)
-    tick &= e == "hrtimer_expire_entry"
-    acting = (np.isin(e, ("timer_start", "timer_cancel", "timer_expire_entry")) | tick | ((e == "cpu_idle") & entry)
-              | ((e == "softirq_entry") & timer_softirq))
-    return np.flatnonzero(acting).tolist(), np.flatnonzero(tick | (e == "timer_expire_entry")).tolist()
+    tick &= event_in(ev, ("hrtimer_expire_entry",))
+    expiry = event_in(ev, ("timer_expire_entry",))
+    acting = (event_in(ev, ("timer_start", "timer_cancel")) | expiry | tick | (event_in(ev, ("cpu_idle",)) & entry)
+              | (event_in(ev, ("softirq_entry",)) & timer_softirq))
+    return np.flatnonzero(acting).tolist(), np.flatnonzero(tick | expiry).tolist()
 
 
 def wheel_placement(trace, *, hz: int = 250) -> pd.DataFrame:
