@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -425,8 +426,15 @@ def _tuple_items(rows: list) -> dict:
     """Items given as tuples of Python ints (_ITEM_COLUMNS in order) as columns."""
     if not rows:
         return _items(np.zeros(0, dtype=np.int64), 0, 0, 0)
-    cols = dict(zip(_ITEM_COLUMNS, zip(*rows)))
-    return {k: _expiries(v) if k == "expires_jiffies" else np.array(v, dtype=np.int64) for k, v in cols.items()}
+    try:  # the values as one stream: a conversion per column of tuples cost three times as much
+        table = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=len(rows) * len(_ITEM_COLUMNS))
+    except OverflowError:  # an expiry beyond int64 (an unsigned long's upper half)
+        cols = dict(zip(_ITEM_COLUMNS, zip(*rows)))
+        return {k: _expiries(v) if k == "expires_jiffies" else np.array(v, dtype=np.int64) for k, v in cols.items()}
+    table = table.reshape(len(rows), len(_ITEM_COLUMNS))
+    cols = {k: table[:, i] for i, k in enumerate(_ITEM_COLUMNS)}
+    cols["expires_jiffies"] = cols["expires_jiffies"].astype(np.uint64)  # a negative one modulo 2**64
+    return cols
 
 
 def _expiries(values) -> np.ndarray:
