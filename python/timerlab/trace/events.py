@@ -42,13 +42,19 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
     if isinstance(a, pd.Categorical):
         if not len(a.categories):
             return [fill] * len(a)
-        out = np.asarray(a.categories, dtype=object).take(a.codes)
         missing = a.codes < 0
+        if _mostly(missing):
+            at = np.flatnonzero(~missing)
+            return _filled(len(a), at, np.asarray(a.categories, dtype=object).take(a.codes[at]), fill)
+        out = np.asarray(a.categories, dtype=object).take(a.codes)
     elif isinstance(a, pd.arrays.IntegerArray):
         missing = np.asarray(a.isna())
         out = a.to_numpy(dtype=a.dtype.numpy_dtype, na_value=0)
         if not missing.any():
             return out.tolist()  # the same Python ints, without an object array
+        if _mostly(missing):
+            at = np.flatnonzero(~missing)
+            return _filled(len(a), at, out[at], fill)
         out = out.astype(object)
     elif isinstance(a, pd.arrays.NumpyExtensionArray) and a.dtype.kind in "iub":
         return a.to_numpy().tolist()
@@ -57,6 +63,20 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
     if missing.any():
         out[missing] = np.array([fill], dtype=object)
     return out.tolist()
+
+
+def _mostly(missing: np.ndarray) -> bool:
+    """Whether three values in four or more are missing: then the few others are set into a list
+    of ``fill`` (a column of one event among the rows of several is mostly missing)."""
+    return 4 * np.count_nonzero(missing) > 3 * len(missing)
+
+
+def _filled(n: int, at: np.ndarray, present: np.ndarray, fill) -> list:
+    """A list of ``n`` ``fill`` with ``present`` (its Python objects) at the positions ``at``."""
+    out = [fill] * n
+    for i, v in zip(at.tolist(), present.tolist()):
+        out[i] = v
+    return out
 
 
 def need_resched(ev: pd.DataFrame) -> list:
