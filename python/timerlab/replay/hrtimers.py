@@ -37,6 +37,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 
 from ..trace.events import TICK_FUNCTIONS, column
 from ..trace.hrtimers import hrtimer_detaches
@@ -154,7 +155,7 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     is_start = event_in(sel, ("hrtimer_start",))
     hr = np.flatnonzero(is_hr)
     detach = np.zeros(len(sel), dtype=bool)
-    names = sel["event"].iloc[hr].to_numpy(dtype=object)  # no missing name: all hrtimer events
+    names = _names(sel, hr)
     detach[hr[sorted(hrtimer_detaches(names, cpu[hr], ptr[hr]))]] = True
     tick = np.isin(ptr, np.array(sorted(ticks), dtype=np.uint64))
     work = is_hr & ~tick
@@ -172,3 +173,12 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     pos = np.flatnonzero(work)
     return pos, own_start[pos], detach[pos]
 
+
+
+def _names(sel, at) -> np.ndarray:
+    """The event names of the rows ``at`` (none missing) as an object array: taken from the
+    Categorical's few names converted once (its own conversion goes through Arrow, row by row)."""
+    e = sel["event"].array
+    if isinstance(e, pd.Categorical):
+        return np.asarray(e.categories, dtype=object).take(e.codes[at])
+    return sel["event"].iloc[at].to_numpy(dtype=object)
