@@ -37,10 +37,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-import pandas as pd
 
 from ..trace.events import TICK_FUNCTIONS, column
-from ..trace.hrtimers import hrtimer_detaches
+from ..trace.hrtimers import detaches_of
 from ..trace.rows import event_in, previous_on_cpu, select_events, str_isin
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
@@ -155,8 +154,8 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     is_start = event_in(sel, ("hrtimer_start",))
     hr = np.flatnonzero(is_hr)
     detach = np.zeros(len(sel), dtype=bool)
-    names = _names(sel, hr)
-    detach[hr[sorted(hrtimer_detaches(names, cpu[hr], ptr[hr]))]] = True
+    detach[hr[sorted(detaches_of(event_in(sel, ("hrtimer_start", "hrtimer_expire_entry"))[hr],
+                                 event_in(sel, ("hrtimer_cancel",))[hr], cpu[hr], ptr[hr]))]] = True
     tick = np.isin(ptr, np.array(sorted(ticks), dtype=np.uint64))
     work = is_hr & ~tick
     has_expiry = sel["expires_ns"].notna().to_numpy() if "expires_ns" in sel else np.zeros(len(sel), dtype=bool)
@@ -172,13 +171,3 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     own_start[at[k][expiry[before] & (ptr[before] == ptr[at[k]])]] = True
     pos = np.flatnonzero(work)
     return pos, own_start[pos], detach[pos]
-
-
-
-def _names(sel, at) -> np.ndarray:
-    """The event names of the rows ``at`` (none missing) as an object array: taken from the
-    Categorical's few names converted once (its own conversion goes through Arrow, row by row)."""
-    e = sel["event"].array
-    if isinstance(e, pd.Categorical):
-        return np.asarray(e.categories, dtype=object).take(e.codes[at])
-    return sel["event"].iloc[at].to_numpy(dtype=object)

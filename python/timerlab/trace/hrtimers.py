@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .events import TICK_FUNCTIONS, column
-from .rows import previous_on_cpu, select_events, str_isin
+from .rows import event_in, previous_on_cpu, select_events, str_isin
 
 __all__ = ["hrtimer_table", "hrtimer_detaches"]
 
@@ -28,11 +28,18 @@ def hrtimer_detaches(event, cpu, ptr) -> set:
     change the kernel logged a cancel ahead of every restart and expiry — the
     next hrtimer event on that CPU is then the same timer's start or expiry."""
     event = np.asarray(event, dtype=object)
+    return detaches_of((event == "hrtimer_start") | (event == "hrtimer_expire_entry"), event == "hrtimer_cancel",
+                       cpu, ptr)
+
+
+def detaches_of(start_or_expiry, cancel, cpu, ptr) -> set:
+    """hrtimer_detaches of the masks of the starts and expiries and of the
+    cancels (read off the event codes: a string compare per row cost more)."""
     ptr = np.asarray(ptr, dtype=np.uint64)
     prev = previous_on_cpu(cpu)
-    i = np.flatnonzero(((event == "hrtimer_start") | (event == "hrtimer_expire_entry")) & (prev >= 0))
+    i = np.flatnonzero(start_or_expiry & (prev >= 0))
     j = prev[i]
-    return set(j[(event[j] == "hrtimer_cancel") & (ptr[j] == ptr[i])].tolist())
+    return set(j[cancel[j] & (ptr[j] == ptr[i])].tolist())
 
 
 def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
@@ -45,9 +52,11 @@ def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
     ev = trace.events if hasattr(trace, "events") else trace
     sel = select_events(ev, _EVENTS, ("cpu", "ts_ns", "line", "hrtimer", "function", "mode", "expires_ns",
                                       "softexpires_ns", "now_ns"))
-    ptr = np.asarray(column(sel, "hrtimer", 0), dtype=np.uint64)
+    ptr = (sel["hrtimer"].to_numpy(dtype=np.uint64, na_value=0) if "hrtimer" in sel
+           else np.zeros(len(sel), dtype=np.uint64))
     detach = np.zeros(len(sel), dtype=bool)
-    detach[sorted(hrtimer_detaches(column(sel, "event"), sel["cpu"].to_numpy(), ptr))] = True
+    detach[sorted(detaches_of(event_in(sel, ("hrtimer_start", "hrtimer_expire_entry")),
+                              event_in(sel, ("hrtimer_cancel",)), sel["cpu"].to_numpy(), ptr))] = True
     keep = np.arange(len(sel))
     if not tick and "function" in sel:  # leave out every event of a pointer the tick's callback names
         ticks = np.unique(ptr[str_isin(sel["function"], TICK_FUNCTIONS)])
