@@ -89,13 +89,38 @@ def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
                 open_[p] = (p, function[i], None, None, None, None, None, line[i])
             close(p, "expired", i, cpu[i], now[i])
     rows += [r[:7] + ("pending", None, None, None, r[7]) for r in open_.values()]
-    cols = ["hrtimer", "function", "mode", "cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "outcome",
-            "end_ts_ns", "cpu_expired", "now_ns", "line"]
-    df = pd.DataFrame(rows, columns=cols)
-    for c in ("cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "end_ts_ns", "cpu_expired", "now_ns"):
-        df[c] = pd.array(df[c], dtype="Int64")
-    df["hrtimer"] = df["hrtimer"].astype(np.uint64)
-    df["latency_ns"] = df["now_ns"] - df["expires_ns"]
-    for c in ("function", "mode", "outcome"):
-        df[c] = pd.Categorical(df[c].astype(object))
-    return df.sort_values("line", kind="stable").reset_index(drop=True)
+    return _table(rows)
+
+
+_COLUMNS = ("hrtimer", "function", "mode", "cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "outcome",
+            "end_ts_ns", "cpu_expired", "now_ns", "line")
+_INTS = ("cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "end_ts_ns", "cpu_expired", "now_ns")
+_TEXTS = ("function", "mode", "outcome")
+
+
+def _table(rows: list) -> pd.DataFrame:
+    """hrtimer_table's frame of its rows (tuples of _COLUMNS), sorted by line."""
+    if not rows:  # pandas' own empty frame: object columns
+        cols = dict(pd.DataFrame(rows, columns=list(_COLUMNS)).items())
+    else:
+        # Each column as pandas infers it from the tuples, without a frame of them (its string
+        # columns, inferred as Arrow strings, were converted back to objects for the Categoricals).
+        cols = {c: _inferred(v, c in _TEXTS) for c, v in zip(_COLUMNS, zip(*rows))}
+    # The Categoricals of object Series: their categories stay objects (of an array, str).
+    out = {c: pd.array(v, dtype="Int64") if c in _INTS else pd.Categorical(pd.Series(v, dtype=object))
+           if c in _TEXTS else v for c, v in cols.items()}
+    out["hrtimer"] = np.asarray(out["hrtimer"]).astype(np.uint64)
+    out["latency_ns"] = out["now_ns"] - out["expires_ns"]
+    return pd.DataFrame(out).sort_values("line", kind="stable").reset_index(drop=True)
+
+
+def _inferred(values: tuple, text: bool) -> np.ndarray:
+    """A column of Python values as pandas infers it from rows of tuples:
+    integers with a missing value as float64 (NaN: exact below 2**53, as
+    there), integers alone as int64 (uint64 beyond), missing alone or text
+    as objects."""
+    if text or all(v is None for v in values):
+        return np.array(values, dtype=object)
+    if any(v is None for v in values):
+        return np.array(values, dtype=np.float64)
+    return np.array(values)
