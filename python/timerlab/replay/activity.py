@@ -417,6 +417,11 @@ def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
     simulation makes long before it, which the kernel's reason for that
     entry need not cover. A CPU's first entry's is set at ``t_start`` (the
     idle period in progress then has the script's initial_tick)."""
+    return list(zip(*(c.tolist() for c in tick_policy_columns(ev, cpus_with_idle, t_start, tick_ns))))
+
+
+def tick_policy_columns(ev, cpus_with_idle, t_start, tick_ns) -> tuple:
+    """tick_policies as NumPy columns: the replay's script takes them whole."""
     # The tick stops just before the cpu_idle of its entry and stays stopped
     # until the CPU leaves the idle loop (tick_nohz_idle_exit restarts it).
     stop = event_in(ev, ("tick_stop",))
@@ -429,9 +434,9 @@ def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
     on, cpu, stopped = on[at], cpu[at], stopped[at]
     ts, line = ev["ts_ns"].to_numpy()[on], ev["line"].to_numpy()[on]
     prev = previous_on_cpu(cpu)  # the CPU's previous entry
-    t_set, line = np.maximum(ts[prev] + 1, ts - 2 * tick_ns).tolist(), line.tolist()
-    return [(t_start if p < 0 else t, c, 2 if st else 1, line[p] if p >= 0 else ln, ln)
-            for t, p, c, st, ln in zip(t_set, prev.tolist(), cpu.tolist(), stopped.tolist(), line)]
+    first = prev < 0
+    t_set = np.where(first, t_start, np.maximum(ts[prev] + 1, ts - 2 * tick_ns))
+    return t_set, cpu, np.where(stopped, 2, 1), np.where(first, line, line[prev]), line
 
 
 def hidden_tick_policies(ev, cpus):

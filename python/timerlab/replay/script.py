@@ -20,7 +20,8 @@ from ..trace.rows import event_rows, previous_on_cpu, select_events, str_test, v
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
 from .activity import (clock_wake_end_lines, device_interrupt_columns, entries_before_first_tick,
-                       hidden_tick_policies, idle_marks, initial_ticks, task_intervals, tick_policies, timer_wakeups)
+                       hidden_tick_policies, idle_marks, initial_ticks, task_intervals, tick_policy_columns,
+                       timer_wakeups)
 from .arms import PLACE_NAMES, arm_places
 from ..wake_latency import fit_tables
 from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeup_columns
@@ -355,26 +356,24 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                               True, nr_cpus, per_cpu=True)
     if not wake_stopped:
         notes.append("no stopped tick wakes an idle CPU in the trace: simulated stopped ticks wake on time")
-    policies = tick_policies(run, sorted(idle_cpus), start_ns + offset, tick_ns)
+    ts, cpu, policy, line, entry = tick_policy_columns(run, sorted(idle_cpus), start_ns + offset, tick_ns)
     if tick in ("trace", "kept"):
         # Without rcu_needs_cpu the engine keeps no tick after a task: all kept ticks are imposed.
         fresh = entries_before_first_tick(run) if rcu_needs_cpu else set()
-        rows = []
-        for ts, cpu, policy, line, entry in policies:
+        if tick == "kept":
             # kept: only the entries where the kernel kept the tick for reasons a trace does not show (RCU
             # callbacks pending, irq_work) and the engine's tick model does not cover (the window from a
             # task switching out to the CPU's next tick) are imposed; everything else is simulated.
-            if tick == "kept":
-                policy = int(policy == 1 and entry not in fresh)
-            rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
-        parts.append(_tuple_items(rows))
+            policy = ((policy == 1) & ~np.isin(entry, np.fromiter(fresh, dtype=np.int64, count=len(fresh)))
+                      ).astype(np.int64)
+        parts.append(_items(ts, line, cpu, OP_TICK, flags=policy))
         notes.append("tick decisions imposed from the trace (tick='trace'): tick stops are not a measure"
                      if tick == "trace" else "the ticks the kernel kept in idle are imposed (tick='kept'); tick "
                      "stops are simulated where the kernel stopped the tick")
     else:
         # The initial tick state holds for the idle period in progress at the start only.
-        parts.append(_tuple_items([(ts, line, cpu, OP_TICK, 0, 0, 0, 0, cpu, 0) for ts, cpu, _, line, _ in policies
-                                   if initial_tick[cpu] and ts == start_ns + offset]))
+        on = (np.asarray(initial_tick, dtype=np.int64)[cpu] != 0) & (ts == start_ns + offset)
+        parts.append(_items(ts[on], line[on], cpu[on], OP_TICK))
     hidden = [c for c in range(nr_cpus) if c not in idle_cpus and (sw["cpu"] == c).any()
               and ((sw["cpu"] == c) & next0).any()]
     if hidden:
