@@ -77,10 +77,10 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
     now ends itself. ``fcode``: callback name -> code (extended here)."""
     from .ops import OP_HR_ARM, OP_HR_CANCEL
 
-    ticks = tick_pointers(run)
     sel = select_events(run, HRTIMER_EVENTS + _CALLBACK_ENDS, ("cpu", "ts_ns", "line", "hrtimer", "function", "mode",
                                                               "expires_ns", "softexpires_ns", "now_ns"))
-    work, own_start, detach = _hrtimer_positions(sel, ticks)
+    # The tick's pointers off the selection, which has every start and expiry (not a pass over the run).
+    work, own_start, detach = _hrtimer_positions(sel, tick_pointers(sel))
     w = sel.iloc[work]
     event, cpu, ts, line = column(w, "event"), column(w, "cpu"), column(w, "ts_ns"), column(w, "line")
     ptr = column(w, "hrtimer", 0)
