@@ -41,7 +41,7 @@ from tqdm import tqdm
 from .._checks import check_hz
 from ..replay.clocks import tick_jiffies_offset
 from ..trace.events import CPU_IDLE_EXIT, column, expiry_detaches
-from ..trace.rows import select_events, str_isin, str_test
+from ..trace.rows import event_in, event_rows, rows, select_events, str_isin, str_test
 from ..wheel import TimerWheel, calc_wheel_index
 
 __all__ = ["wheel_replay", "wheel_placement", "base_of_flags", "WheelReplay"]
@@ -197,77 +197,81 @@ def wheel_replay(trace, *, hz: int = 250, progress: bool = False) -> WheelReplay
     ``progress``: a bar of the events replayed on stderr, if a terminal.
     """
     hz = check_hz(hz)
-    ev = trace.events
-    ev = select_events(ev, _EVENTS, _COLUMNS)
-    event = column(ev, "event")
-    cpu = column(ev, "cpu")
-    timer = column(ev, "timer")
-    expires = column(ev, "expires_jiffies")
-    timeout = column(ev, "timeout_jiffies")
-    now = column(ev, "now_jiffies")
-    baseclk = column(ev, "baseclk_jiffies")
-    now_ns = column(ev, "now_ns")
-    flags = column(ev, "flags", "")
-    base_cpu = column(ev, "base_cpu")
-    function = column(ev, "function", "")
+    ev = select_events(trace.events, _EVENTS, _COLUMNS)
     tick_ns = 1_000_000_000 // hz
-    acting, clock = _acting_rows(ev, event)
+    acting, clock = _acting_rows(ev)
     # The tick's expiries and timer_expire_entry: all the offset reads.
-    offset = tick_jiffies_offset(*([col[i] for i in clock] for col in (event, function, now_ns, now)), tick_ns)
-    detaches = expiry_detaches(event, cpu, timer)
+    c = rows(ev, clock, ("event", "function", "now_ns", "now_jiffies"))
+    offset = tick_jiffies_offset(column(c, "event"), column(c, "function", ""), column(c, "now_ns"),
+                                 column(c, "now_jiffies"), tick_ns)
+    detaches = _detaches(ev)
+    # Python lists of the acting rows alone: most of the selection (idle exits, other softirqs and
+    # hrtimers) is read only by the tables.
+    a = rows(ev, acting, ("event", "cpu", "timer", "expires_jiffies", "timeout_jiffies", "now_jiffies",
+                          "baseclk_jiffies", "now_ns", "flags", "base_cpu"))
+    steps = zip(acting.tolist(), column(a, "event"), column(a, "cpu"), column(a, "timer"),
+                column(a, "expires_jiffies"), column(a, "timeout_jiffies"), column(a, "now_jiffies"),
+                column(a, "baseclk_jiffies"), column(a, "now_ns"), column(a, "flags", ""), column(a, "base_cpu"))
 
     bases = _Bases(hz)
     base_kind = {}  # flags -> base_of_flags(flags): a trace spells a handful
     placed, expired = [], []
     jiffies = None  # best known jiffies at the current event
     if progress:  # (a disabled bar still costs a generator step per event)
-        acting = tqdm(acting, desc="wheel", unit=" events", unit_scale=True, leave=False, disable=None)
-    for i in acting:
-        e = event[i]
+        steps = tqdm(steps, total=len(acting), desc="wheel", unit=" events", unit_scale=True, leave=False,
+                     disable=None)
+    for i, e, cpu, timer, expires, timeout, now, baseclk, now_ns, flags, base_cpu in steps:
         if e == "timer_start":
-            jiffies = (expires[i] - timeout[i]) % _U64
-            kind = base_kind.get(flags[i])
+            jiffies = (expires - timeout) % _U64
+            kind = base_kind.get(flags)
             if kind is None:
-                kind = base_kind[flags[i]] = base_of_flags(flags[i])
-            key = (base_cpu[i], kind)
-            placed.append(bases.start(timer[i], key, expires[i], jiffies))
+                kind = base_kind[flags] = base_of_flags(flags)
+            placed.append(bases.start(timer, (base_cpu, kind), expires, jiffies))
         elif e == "timer_cancel":
             if i not in detaches:
-                bases.cancel(timer[i])
+                bases.cancel(timer)
         elif e == "timer_expire_entry":
-            jiffies = now[i]
-            if timer[i] not in bases.where and timer[i] not in bases.collected:
-                bases.expire_unknown(cpu[i], now[i], baseclk[i])
-            expired.append(bases.expire(timer[i], now[i]))
+            jiffies = now
+            if timer not in bases.where and timer not in bases.collected:
+                bases.expire_unknown(cpu, now, baseclk)
+            expired.append(bases.expire(timer, now))
         elif jiffies is None:
             continue
         elif e == "hrtimer_expire_entry":  # the tick's
             if offset is not None:
-                jiffies = max(jiffies, now_ns[i] // tick_ns + offset)
+                jiffies = max(jiffies, now_ns // tick_ns + offset)
         elif e == "cpu_idle":  # an idle entry
-            bases.idle_entry(cpu[i], jiffies)
+            bases.idle_entry(cpu, jiffies)
         else:  # the TIMER softirq
-            bases.softirq(cpu[i], jiffies)
+            bases.softirq(cpu, jiffies)
 
     return WheelReplay(_placement_frame(ev, placed, hz), _expiry_frame(ev, expired))
 
 
-def _acting_rows(ev: pd.DataFrame, event: list) -> tuple:
-    """(acting, clock): the positions (lists) of the events that move the
+def _acting_rows(ev: pd.DataFrame) -> tuple:
+    """(acting, clock): the positions (arrays) of the events that move the
     replay — the timer events, the tick's expiries (is_tick), idle entries
     and TIMER softirqs; the others (an idle exit, another softirq or
     hrtimer) change nothing there — and of the tick's expiries and
-    timer_expire_entry."""
-    e = np.asarray(event, dtype=object)
-    n = len(e)
+    timer_expire_entry. The events by their codes (event_in), not a string
+    compare per row."""
+    n = len(ev)
     tick = str_test(ev["function"], lambda f: f.startswith("tick_")) if "function" in ev else np.zeros(n, dtype=bool)
     entry = (ev["state"].to_numpy(dtype=np.int64, na_value=-1) != CPU_IDLE_EXIT if "state" in ev
              else np.ones(n, dtype=bool))  # a missing state is no exit
     timer_softirq = str_isin(ev["action"], ("TIMER",)) if "action" in ev else np.zeros(n, dtype=bool)
-    tick &= e == "hrtimer_expire_entry"
-    acting = (np.isin(e, ("timer_start", "timer_cancel", "timer_expire_entry")) | tick | ((e == "cpu_idle") & entry)
-              | ((e == "softirq_entry") & timer_softirq))
-    return np.flatnonzero(acting).tolist(), np.flatnonzero(tick | (e == "timer_expire_entry")).tolist()
+    tick &= event_in(ev, ("hrtimer_expire_entry",))
+    expiry = event_in(ev, ("timer_expire_entry",))
+    acting = (event_in(ev, ("timer_start", "timer_cancel")) | expiry | tick | (event_in(ev, ("cpu_idle",)) & entry)
+              | (event_in(ev, ("softirq_entry",)) & timer_softirq))
+    return np.flatnonzero(acting), np.flatnonzero(tick | expiry)
+
+
+def _detaches(ev: pd.DataFrame) -> set:
+    """expiry_detaches of the selection's timer events, as positions in it."""
+    at = event_rows(ev, ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"))
+    t = rows(ev, at, ("event", "cpu", "timer"))
+    return set(at[sorted(expiry_detaches(column(t, "event"), column(t, "cpu"), column(t, "timer")))].tolist())
 
 
 def wheel_placement(trace, *, hz: int = 250) -> pd.DataFrame:

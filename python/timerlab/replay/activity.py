@@ -137,65 +137,74 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     busy period that switch starts waits for that timer's expiry (the
     busy_start's flags: 1 a timer key, 2 an hrtimer key)."""
     woken_by = woken_by or {}
-    out, state, missing = [], {}, set()
+    out, missing = [], set()
     need, on, first = _task_rows(ev)
     sub = rows(ev, on, ("event", "cpu", "ts_ns", "line", "pid", "prev_pid", "next_pid", "state", "now_ns",
                         "target_cpu"))
-    wake = {}  # CPU -> (ts, line) of the first event after its latest idle entry
+    kind, woke = _task_kinds(sub), _woke_at(sub, clock_offset)
+    # Per-CPU state in lists, not dicts (a lookup per row and state): the CPUs are small non-negative ints.
+    cpus = sub["cpu"].to_numpy()
+    size = max(nr_cpus, int(cpus.max()) + 1) if len(cpus) else nr_cpus
+    if len(cpus) and cpus.min() < 0:
+        raise ValueError(f"task_intervals: negative CPU {int(cpus.min())}")
+    busy, idle = 1, 2
+    state = [0] * size  # 0: not known yet, busy or idle
+    has_idle = [c in idle_cpus for c in range(size)]
+    wake = [0] * size  # (ts, line) of the first event after its latest idle entry; None: none yet; 0: not idle
     # CPU -> [flags known, ts when a task was first enqueued on it (None before)] since it woke, for
     # the time it stays idle_cpu(); absent: the interrupt found need-resched already set.
     pulled = {}
-    for e, c, ts, line, pid, prev_pid, next_pid, idle_state, now_ns, target, nr in zip(
-            column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line"), column(sub, "pid"),
-            column(sub, "prev_pid"), column(sub, "next_pid"), column(sub, "state"), column(sub, "now_ns"),
-            column(sub, "target_cpu"), need[on].tolist()):
-        w = target if e == "sched_wakeup" else c if nr else None
-        if w is not None and w in pulled and pulled[w][1] is None:
-            pulled[w][1] = ts
-        if e == "cpu_idle":
-            if idle_state != CPU_IDLE_EXIT:
-                wake[c] = None
-                pulled.pop(c, None)
-                if state.get(c) == "busy":
-                    # Only the idle task enters an idle state: the switch to it went unlogged.
-                    out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
-                    state[c] = "idle"
-            elif wake.get(c, 0) is None:
+    entry, exit_, run_, stop, wakeup = _ENTRY, _EXIT, _K_IN, _K_OUT, _K_WAKEUP
+    for k, c, ts, line, at, target, task, nr in zip(
+            kind.tolist(), cpus.tolist(), sub["ts_ns"].to_numpy().tolist(), sub["line"].to_numpy().tolist(),
+            woke.tolist(), values(sub, "target_cpu", -1).tolist(), (values(sub, "pid", 0) != 0).tolist(),
+            need[on].tolist()):
+        w = target if k == wakeup else c if nr else -1  # -1: no CPU's
+        if w >= 0:
+            p = pulled.get(w)
+            if p is not None and p[1] is None:
+                p[1] = ts
+        if k == entry:
+            wake[c] = None
+            pulled.pop(c, None)
+            if state[c] == busy:
+                # Only the idle task enters an idle state: the switch to it went unlogged.
+                out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                state[c] = idle
+            continue
+        if k == exit_:
+            if wake[c] is None:
                 wake[c] = (ts, line)
                 if not nr:
                     pulled[c] = [nr is not None, None]
             continue
-        if wake.get(c, 0) is None:
+        if wake[c] is None:
             if not nr:
-                pulled[c] = [nr is not None, ts if e == "sched_wakeup" and target == c else None]
-            # The handler's own time: its clock reading (now=) may come long before it runs (a vCPU
-            # descheduled in between), and the simulated tick fires when the handler ran (clocks.py).
-            ran = e == "hrtimer_expire_entry" and now_ns is not None
-            wake[c] = (max(now_ns + clock_offset, ts) if ran else ts, line)
-        if e == "sched_switch" and prev_pid is not None and next_pid is not None:
-            if prev_pid == 0 and next_pid != 0:
-                if state.get(c) != "busy":
-                    t, ln = (wake.get(c) or (ts, line)) if c in idle_cpus else (ts, line)
-                    # idle_cpu() until a task was enqueued: a sched_wakeup, or need-resched seen (the CPU
-                    # pulled one itself, or was handed one), else the switch; without flags, a wakeup only.
-                    known, enq = pulled.pop(c, (False, None))
-                    runnable = (enq if enq is not None else ts if known else t) - t
-                    flag, key = woken_by.get(line, (0, 0))
-                    out.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
-                state[c] = "busy"
-                wake.pop(c, None)
-            elif next_pid == 0 and prev_pid != 0:
-                if state.get(c) != "idle":
-                    out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
-                state[c] = "idle"
-                if c in idle_cpus:
-                    # Woken before its idle entry was logged (or got that far), the CPU runs the next
-                    # task from the interrupt on, as after an idle period.
-                    wake[c] = None
-                    pulled.pop(c, None)
-        elif state.get(c) == "idle" and pid not in (None, 0):
+                pulled[c] = [nr is not None, ts if k == wakeup and target == c else None]
+            wake[c] = (at, line)
+        if k == run_:
+            if state[c] != busy:
+                t, ln = (wake[c] or (ts, line)) if has_idle[c] else (ts, line)
+                # idle_cpu() until a task was enqueued: a sched_wakeup, or need-resched seen (the CPU
+                # pulled one itself, or was handed one), else the switch; without flags, a wakeup only.
+                known, enq = pulled.pop(c, (False, None))
+                runnable = (enq if enq is not None else ts if known else t) - t
+                flag, key = woken_by.get(line, (0, 0))
+                out.append((t, ln, c, OP_BUSY, key, 0, flag, 0, c, max(0, runnable)))
+            state[c] = busy
+            wake[c] = 0
+        elif k == stop:
+            if state[c] != idle:
+                out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
+            state[c] = idle
+            if has_idle[c]:
+                # Woken before its idle entry was logged (or got that far), the CPU runs the next
+                # task from the interrupt on, as after an idle period.
+                wake[c] = None
+                pulled.pop(c, None)
+        elif k != _K_SWITCH and state[c] == idle and task:
             out.append((ts, line, c, OP_BUSY, 0, 0, 0, 0, c, 0))
-            state[c] = "busy"
+            state[c] = busy
             missing.add(c)
     first = dict(zip(ev["cpu"].to_numpy()[first].tolist(), column(ev.iloc[first], "pid")))  # CPU -> its first pid
     initial = []
@@ -203,6 +212,33 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
         p = first.get(c)
         initial.append(int(c not in idle_cpus) if p is None else int(p != 0))
     return out, initial, sorted(missing)
+
+
+# task_intervals: what a row does besides the idle actions (_ENTRY, _EXIT): a switch from the idle
+# task to a task, from a task to it, another switch (both pids known), a wakeup, anything else.
+_K_IN, _K_OUT, _K_SWITCH, _K_WAKEUP, _K_OTHER = range(_CLOCK + 1, _CLOCK + 6)
+
+
+def _task_kinds(sub) -> np.ndarray:
+    """Per row, its kind for task_intervals (a switch with a pid missing is another event)."""
+    switch = event_in(sub, ("sched_switch",))
+    if "prev_pid" in sub and "next_pid" in sub:
+        switch &= sub["prev_pid"].notna().to_numpy() & sub["next_pid"].notna().to_numpy()
+    prev, nxt = values(sub, "prev_pid", -1), values(sub, "next_pid", -1)
+    return np.select([is_idle_entry(sub), event_in(sub, ("cpu_idle",)), switch & (prev == 0) & (nxt != 0),
+                      switch & (nxt == 0) & (prev != 0), switch, event_in(sub, ("sched_wakeup",))],
+                     [_ENTRY, _EXIT, _K_IN, _K_OUT, _K_SWITCH, _K_WAKEUP], _K_OTHER)
+
+
+def _woke_at(sub, clock_offset) -> np.ndarray:
+    """Per row, when it ended an idle period if it did: its timestamp, but for an hrtimer expiry
+    the handler's own time — its clock reading (now=) may come long before it runs (a vCPU
+    descheduled in between), and the simulated tick fires when the handler ran (clocks.py)."""
+    ts = sub["ts_ns"].to_numpy()
+    if "now_ns" not in sub:
+        return ts
+    ran = event_in(sub, ("hrtimer_expire_entry",)) & sub["now_ns"].notna().to_numpy()
+    return np.where(ran, np.maximum(sub["now_ns"].to_numpy(np.int64, na_value=0) + clock_offset, ts), ts)
 
 
 def _task_rows(ev):
@@ -246,16 +282,31 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     expiries the replay simulates (hrtimers.py), which end their idle periods
     as the tick does (6.12's fair server, dl_task_timer, mostly leaves the
     loop so: an OP_EXIT at its expiry)."""
+    return list(zip(*(c.tolist() for c in device_interrupt_columns(ev, cpus_with_idle, initial_busy,
+                                                                   idle_marks(ev, hrtimer_expiries)))))
+
+
+def idle_marks(ev, hrtimer_expiries) -> tuple:
+    """(actions, is a cpu_idle, clock wakeups): idle_actions and
+    clock_wakeups, which device_interrupts and clock_wake_ends both read
+    (the script computes them once for the two)."""
+    return idle_actions(ev) + (clock_wakeups(ev, hrtimer_expiries),)
+
+
+def device_interrupt_columns(ev, cpus_with_idle, initial_busy, marks) -> tuple:
+    """device_interrupts as NumPy columns, of the trace's ``marks``
+    (idle_marks): the replay's script takes them whole."""
     on = ev["cpu"].isin(cpus_with_idle).to_numpy()
     last_ts = int(ev["ts_ns"].to_numpy()[on][-1]) if on.any() else 0
-    act, idle = idle_actions(ev)
+    act, idle, clock = marks
     # Of the other events, only the first after an idle entry or exit (or a CPU's first: it may be idle
     # at the start) can end an idle period.
     on = np.flatnonzero(on)
     on = on[(act[on] != _OTHER) | previous_flag_on_cpu(ev["cpu"].to_numpy()[on], idle[on], True)]
     if not len(on):
-        return []
-    kind = np.where(clock_wakeups(ev, hrtimer_expiries)[on], _BY_TICK,
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none, none, none
+    kind = np.where(clock[on], _BY_TICK,
                     np.where(event_in(ev, ("sched_wakeup",))[on], _BY_TASK, _BY_IRQ))
     order = cpu_order(ev["cpu"].to_numpy()[on])
     on, kind = on[order], kind[order]
@@ -284,8 +335,7 @@ def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozens
     pick = np.flatnonzero(emit)
     pick = pick[np.argsort(np.where(settled, on[end], len(ev) + on[at])[pick], kind="stable")]
     at = at[pick]
-    return list(zip(ts[at].tolist(), cpu[at].tolist(), np.maximum(0, t_end[pick] - ts[at]).tolist(),
-                    ev["line"].to_numpy()[on[at]].tolist(), op[pick].tolist()))
+    return ts[at], cpu[at], np.maximum(0, t_end[pick] - ts[at]), ev["line"].to_numpy()[on[at]], op[pick]
 
 
 def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns):
@@ -299,26 +349,46 @@ def initial_ticks(ev, nr_cpus, cpus_with_idle, initial_busy, start_mono, tick_ns
     out = [0] * nr_cpus
     if not cpus_with_idle:  # no cpu_idle events (and maybe no state column at all)
         return out
+    # Per-CPU firsts of a few hundred rows with NumPy: a groupby per column cost more than the rest.
     on = ev["cpu"].isin(cpus_with_idle).to_numpy()
-    idle = rows(ev, on & event_in(ev, ("cpu_idle",)), ("cpu", "ts_ns", "state"))
-    entries = idle[idle["state"] != CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
-    exits = idle[idle["state"] == CPU_IDLE_EXIT].groupby("cpu")["ts_ns"].min()
-    ticks = rows(ev, on & is_tick_expiry(ev), ("cpu", "ts_ns", "now_ns"))
-    first_tick = ticks.groupby("cpu")[["ts_ns", "now_ns"]].first()
+    cpu, ts = ev["cpu"].to_numpy(), ev["ts_ns"].to_numpy()
+    idle = np.flatnonzero(on & event_in(ev, ("cpu_idle",)))
+    state, known = values(ev, "state", 0)[idle], ev["state"].notna().to_numpy()[idle]  # a missing state: neither
+    entries = _earliest(cpu[idle], ts[idle], known & (state != CPU_IDLE_EXIT))
+    exits = _earliest(cpu[idle], ts[idle], known & (state == CPU_IDLE_EXIT))
+    ticks = np.flatnonzero(on & is_tick_expiry(ev))
+    # The first tick's time and the first clock reading (groupby's first: of the rows that have one).
+    first_ts = _first(cpu[ticks], ts[ticks], np.ones(len(ticks), dtype=bool))
+    first_now = (_first(cpu[ticks], ev["now_ns"].to_numpy(np.uint64, na_value=0)[ticks],
+                        ev["now_ns"].notna().to_numpy()[ticks]) if "now_ns" in ev else {})
     grid = (start_mono // tick_ns + 1) * tick_ns  # the first tick due after the start
     never = np.iinfo(np.int64).max
     for c in cpus_with_idle:
         if initial_busy[c]:
             continue
-        runs = (c in first_tick.index and int(first_tick.loc[c, "now_ns"]) < start_mono + 2 * tick_ns
-                and int(first_tick.loc[c, "ts_ns"]) < int(entries.get(c, never)))
+        runs = (c in first_ts and first_now.get(c) < start_mono + 2 * tick_ns
+                and first_ts[c] < entries.get(c, never))
         if runs:
             # Left idle only after a grid point with no tick before: the tick was stopped (its first tick
             # then comes in the busy period that follows).
-            t, now = int(first_tick.loc[c, "ts_ns"]), int(first_tick.loc[c, "now_ns"])
-            runs = not (int(exits.get(c, never)) < t and int(exits.get(c, never)) - (t - now) > grid)
+            t, now = first_ts[c], first_now[c]
+            runs = not (exits.get(c, never) < t and exits.get(c, never) - (t - now) > grid)
         out[c] = 1 if runs else 2
     return out
+
+
+def _first(cpu, value, where) -> dict:
+    """{CPU: ``value`` of its first row ``where`` true} (Python ints)."""
+    at = np.flatnonzero(where)
+    c, first = np.unique(cpu[at], return_index=True)
+    return dict(zip(c.tolist(), value[at[first]].tolist()))
+
+
+def _earliest(cpu, value, where) -> dict:
+    """{CPU: the least ``value`` of its rows ``where`` true} (Python ints)."""
+    at = np.flatnonzero(where)
+    order = np.lexsort((value[at], cpu[at]))
+    return _first(cpu[at][order], value[at][order], np.ones(len(at), dtype=bool))
 
 
 def entries_before_first_tick(ev) -> set:
@@ -347,6 +417,11 @@ def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
     simulation makes long before it, which the kernel's reason for that
     entry need not cover. A CPU's first entry's is set at ``t_start`` (the
     idle period in progress then has the script's initial_tick)."""
+    return list(zip(*(c.tolist() for c in tick_policy_columns(ev, cpus_with_idle, t_start, tick_ns))))
+
+
+def tick_policy_columns(ev, cpus_with_idle, t_start, tick_ns) -> tuple:
+    """tick_policies as NumPy columns: the replay's script takes them whole."""
     # The tick stops just before the cpu_idle of its entry and stays stopped
     # until the CPU leaves the idle loop (tick_nohz_idle_exit restarts it).
     stop = event_in(ev, ("tick_stop",))
@@ -359,9 +434,9 @@ def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
     on, cpu, stopped = on[at], cpu[at], stopped[at]
     ts, line = ev["ts_ns"].to_numpy()[on], ev["line"].to_numpy()[on]
     prev = previous_on_cpu(cpu)  # the CPU's previous entry
-    t_set, line = np.maximum(ts[prev] + 1, ts - 2 * tick_ns).tolist(), line.tolist()
-    return [(t_start if p < 0 else t, c, 2 if st else 1, line[p] if p >= 0 else ln, ln)
-            for t, p, c, st, ln in zip(t_set, prev.tolist(), cpu.tolist(), stopped.tolist(), line)]
+    first = prev < 0
+    t_set = np.where(first, t_start, np.maximum(ts[prev] + 1, ts - 2 * tick_ns))
+    return t_set, cpu, np.where(stopped, 2, 1), np.where(first, line, line[prev]), line
 
 
 def hidden_tick_policies(ev, cpus):
@@ -402,7 +477,12 @@ def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
     ran (default_idle_call); where it is logged first, the next idle entry.
     ``hrtimer_expiries``: lines of replayed hrtimers' expiries, which count
     as clock wakeups too."""
-    act, idle = idle_actions(ev)
+    return clock_wake_end_lines(ev, cpus_with_idle, idle_marks(ev, hrtimer_expiries))
+
+
+def clock_wake_end_lines(ev, cpus_with_idle, marks) -> dict:
+    """clock_wake_ends of the trace's ``marks`` (idle_marks)."""
+    act, idle, clock = marks
     on = np.flatnonzero(ev["cpu"].isin(cpus_with_idle).to_numpy())
     cpu, act = ev["cpu"].to_numpy()[on], act[on]
     # The first event after an idle entry (cpu_idle exits aside): a clock wakeup there is a candidate,
@@ -410,7 +490,7 @@ def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
     since = latest_on_cpu(cpu, np.where(act == _ENTRY, 1, np.where(idle[on], -1, 0)))
     prev = previous_on_cpu(cpu)
     first = (prev >= 0) & (since[prev] == 1) & ~idle[on]
-    act = np.where(first & clock_wakeups(ev, hrtimer_expiries)[on], _CLOCK, act)
+    act = np.where(first & clock[on], _CLOCK, act)
     keep = act != _OTHER
     on, act, cpu = on[keep], act[keep], cpu[keep]
     # Per CPU, the event after a clock wakeup's exits (the next entry, or what drops it) settles it: it

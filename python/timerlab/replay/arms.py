@@ -41,9 +41,11 @@ PLACE_NAMES = ("placement", "on_cpu", "own_base")
 
 def arm_places(ev, nr_cpus: int, pull_model: bool) -> dict:
     """{line of a timer_start: its place code} for every timer_start of ``ev``."""
-    sel = select_events(ev, ("timer_start", "timer_expire_entry", "timer_expire_exit", "sched_switch", "sched_wakeup",
-                             "sched_wakeup_new"), ("cpu", "line", "timer", "pid", "next_pid", "target_cpu", "base_cpu",
-                                                   "flags"))
+    # Who runs and who was woken matter to the push model only (idle()): the pull model reads the
+    # timer events alone.
+    tasks = () if pull_model else ("sched_switch", "sched_wakeup", "sched_wakeup_new")
+    sel = select_events(ev, ("timer_start", "timer_expire_entry", "timer_expire_exit") + tasks,
+                        ("cpu", "line", "timer", "pid", "next_pid", "target_cpu", "base_cpu", "flags"))
     event, cpu, line, timer = column(sel, "event"), column(sel, "cpu"), column(sel, "line"), column(sel, "timer")
     pid, next_pid, target = column(sel, "pid"), column(sel, "next_pid"), column(sel, "target_cpu")
     base, flags = column(sel, "base_cpu"), column(sel, "flags", "")

@@ -118,20 +118,23 @@ def _fit_rows(ev, offset, j0, tick_ns) -> tuple:
 
 def _fit(rows, holder, handovers, stall_check) -> dict:
     """jiffies_fit's replay of ``rows`` (_fit_rows) with ``holder`` holding the duty at the start."""
+    # Per row: comparisons rather than max() (jiffies are Python ints: the same values), the action
+    # codes as locals; initial_duty replays a prefix once per candidate, jiffies_fit the whole trace.
+    irq, stop, wake = _IRQ, _STOP, _WAKE
     jif, columns = rows
     last_seen, stalls = {}, {}
     ok_grid = ok_kernel = total = 0
     for a, c, st, g, nj, tk, o, t, ln in zip(*columns):
-        if a == _IRQ:
-            if st:
-                jif = max(jif, nj)  # tick_nohz_irq_enter: jiffies brought up to date
+        if a == irq:
+            if st and nj > jif:
+                jif = nj  # tick_nohz_irq_enter: jiffies brought up to date
             if tk:
                 if holder is None:
                     holder = c
                     if handovers is not None:
                         handovers.append((t, ln, c, c))
-                if holder == c:
-                    jif = max(jif, nj)
+                if holder == c and nj > jif:
+                    jif = nj
                 # tick_sched_do_timer's stall check: own ticks seeing jiffies unchanged
                 if not stall_check:
                     pass
@@ -140,20 +143,23 @@ def _fit(rows, holder, handovers, stall_check) -> dict:
                 else:
                     stalls[c] += 1
                     if stalls[c] == MAX_STALLED_JIFFIES:
-                        jif = max(jif, nj)
+                        if nj > jif:
+                            jif = nj
                         last_seen[c], stalls[c] = jif, 0
-        elif a == _STOP:
+        elif a == stop:
             if holder == c:
                 holder = None
                 if handovers is not None:
                     handovers.append((t, ln, c, None))
-        elif a == _WAKE:
-            jif = max(jif, g)
+        elif a == wake:
+            if g > jif:
+                jif = g
         else:
             total += 1
             ok_grid += o == g
             ok_kernel += o == jif
-            jif = max(jif, o)
+            if o > jif:
+                jif = o
     return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
 
 
@@ -169,7 +175,8 @@ def initial_duty(ev, offset, j0, tick_ns, candidates, observations=300, stall_ch
     ``observations`` timer events; ties go to the first CPU to log a tick."""
     idx = event_rows(ev, ("timer_start", "timer_expire_entry"))
     prefix = ev.iloc[:idx[min(observations, len(idx)) - 1] + 1] if len(idx) else ev
-    first = [c for c in dict.fromkeys(tick_events(prefix)["cpu"].tolist()) if c in candidates]
+    # The CPUs of the ticks, not tick_events' frame: a boolean selection copies every column.
+    first = [c for c in dict.fromkeys(prefix["cpu"].to_numpy()[is_tick_expiry(prefix)].tolist()) if c in candidates]
     order = list(dict.fromkeys(first + sorted(candidates)))
     if not order:
         return -1
@@ -197,6 +204,12 @@ def tick_wakeups(ev, tick_ns, offset=None):
     tick's work — its timer softirq takes the duty's event, and the
     jiffies-update duty's holder advances jiffies there, which other CPUs'
     tick decisions read (tick_nohz_next_event's basej)."""
+    return list(zip(*(c.tolist() for c in tick_wakeup_columns(ev, tick_ns, offset))))
+
+
+def tick_wakeup_columns(ev, tick_ns, offset=None) -> tuple:
+    """tick_wakeups as NumPy columns (programmed_ns and delay_ns uint64):
+    the replay's script takes them whole, without a tuple per tick."""
     tick = event_in(ev, ("hrtimer_start", "hrtimer_expire_entry")) & function_in(ev, TICK_FUNCTIONS)
     stop = is_tick_stop(ev)
     left = is_idle_loop_exit(ev)
@@ -217,8 +230,6 @@ def tick_wakeups(ev, tick_ns, offset=None):
     start = programmed_by(cpu, sel["hrtimer"] if "hrtimer" in sel else pd.Series(np.nan, index=sel.index),
                           arm, expiry)
     expiry = np.flatnonzero(expiry)
-    if not len(expiry):
-        return []
     # In uint64, as the columns are: exact, and the lateness is never negative (g <= now <= ran).
     s = start[expiry]
     armed = (s >= 0) & (sel["expires_ns"].notna().to_numpy()[s] if "expires_ns" in sel else False)
@@ -234,8 +245,7 @@ def tick_wakeups(ev, tick_ns, offset=None):
         handler = sel["ts_ns"].to_numpy()[expiry] - offset
         later = (handler >= 0) & (handler.astype(np.uint64) > now)
         ran = np.where(later, handler.astype(np.uint64), now)
-    return list(zip(g.tolist(), (ran - g).tolist(), cpu[expiry].tolist(), sel["line"].to_numpy()[expiry].tolist(),
-                    was_stopped.tolist(), from_idle[expiry].tolist()))
+    return g, ran - g, cpu[expiry], sel["line"].to_numpy()[expiry], was_stopped, from_idle[expiry]
 
 
 def programmed_by(cpu: np.ndarray, timer: pd.Series, arm: np.ndarray, expiry: np.ndarray) -> np.ndarray:

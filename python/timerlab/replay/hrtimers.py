@@ -39,7 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..trace.events import TICK_FUNCTIONS, column
-from ..trace.hrtimers import hrtimer_detaches
+from ..trace.hrtimers import detaches_of
 from ..trace.rows import event_in, previous_on_cpu, select_events, str_isin
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
@@ -77,10 +77,10 @@ def hrtimer_rows(run, offset, fcode, start_ts) -> tuple:
     now ends itself. ``fcode``: callback name -> code (extended here)."""
     from .ops import OP_HR_ARM, OP_HR_CANCEL
 
-    ticks = tick_pointers(run)
     sel = select_events(run, HRTIMER_EVENTS + _CALLBACK_ENDS, ("cpu", "ts_ns", "line", "hrtimer", "function", "mode",
                                                               "expires_ns", "softexpires_ns", "now_ns"))
-    work, own_start, detach = _hrtimer_positions(sel, ticks)
+    # The tick's pointers off the selection, which has every start and expiry (not a pass over the run).
+    work, own_start, detach = _hrtimer_positions(sel, tick_pointers(sel))
     w = sel.iloc[work]
     event, cpu, ts, line = column(w, "event"), column(w, "cpu"), column(w, "ts_ns"), column(w, "line")
     ptr = column(w, "hrtimer", 0)
@@ -154,8 +154,8 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     is_start = event_in(sel, ("hrtimer_start",))
     hr = np.flatnonzero(is_hr)
     detach = np.zeros(len(sel), dtype=bool)
-    names = sel["event"].iloc[hr].to_numpy(dtype=object)  # no missing name: all hrtimer events
-    detach[hr[sorted(hrtimer_detaches(names, cpu[hr], ptr[hr]))]] = True
+    detach[hr[sorted(detaches_of(event_in(sel, ("hrtimer_start", "hrtimer_expire_entry"))[hr],
+                                 event_in(sel, ("hrtimer_cancel",))[hr], cpu[hr], ptr[hr]))]] = True
     tick = np.isin(ptr, np.array(sorted(ticks), dtype=np.uint64))
     work = is_hr & ~tick
     has_expiry = sel["expires_ns"].notna().to_numpy() if "expires_ns" in sel else np.zeros(len(sel), dtype=bool)
@@ -171,4 +171,3 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     own_start[at[k][expiry[before] & (ptr[before] == ptr[at[k]])]] = True
     pos = np.flatnonzero(work)
     return pos, own_start[pos], detach[pos]
-

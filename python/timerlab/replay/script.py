@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -15,14 +16,15 @@ from ..callbacks import instance_durations
 from ..kernel import kernel_has
 from ..trace.events import column, expiry_detaches
 from ..trace.features import record_hint
-from ..trace.rows import event_rows, previous_on_cpu, rows_frame, select_events
+from ..trace.rows import event_rows, previous_on_cpu, select_events, str_test, values
 from ..wheel import parse_timer_flags
 from ..workloads import Component, CpuSelection, Workload
-from .activity import (clock_wake_ends, device_interrupts, entries_before_first_tick, hidden_tick_policies,
-                       initial_ticks, task_intervals, tick_policies, timer_wakeups)
+from .activity import (clock_wake_end_lines, device_interrupt_columns, entries_before_first_tick,
+                       hidden_tick_policies, idle_marks, initial_ticks, task_intervals, tick_policy_columns,
+                       timer_wakeups)
 from .arms import PLACE_NAMES, arm_places
 from ..wake_latency import fit_tables
-from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeups
+from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeup_columns
 from .phantoms import PHANTOM, PHANTOM_FUNCTION, phantom_timers
 from .hrtimers import hrtimer_rows
 from .ops import (OP_ARM, OP_BUSY, OP_CANCEL, OP_WAKE_PENDING, OP_DELAY, OP_DUTY, OP_HR_ARM, OP_NAMES, OP_TICK, OP_WAKE_IRQ, WAKE_STOPPED,
@@ -34,6 +36,8 @@ HRTIMER_WAKEUPS = ("causal", "trace")
 # Events of the boot-time hierarchy set-up, logged long before the recording.
 _SETUP_EVENTS = ("tmigr_group_set", "tmigr_connect_cpu_parent", "tmigr_connect_child_parent", "tmigr_cpu_online")
 _TIMER_FLAG_BITS = parse_timer_flags("D|P|I")
+# The columns of Script.items as they are built (t_ns: ts less the clock offset).
+_ITEM_COLUMNS = ("ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function", "target_cpu", "duration_ns")
 
 # What to_workload needs, and what validate needs on top.
 REQUIRED_EVENTS = ("timer_start", "timer_cancel", "timer_expire_entry", "sched_switch", "hrtimer_expire_entry")
@@ -213,6 +217,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     fnames = [str(f) for f in starts["function"].astype(str).unique()]
     fcode = {f: i for i, f in enumerate(fnames)}
 
+    parts = []  # each source's items, as columns (_items)
     rows = []  # (ts, line, cpu, op, key, expires, flags, function, target, duration)
     # A missing flags value (an optional field absent from a damaged line) is no flags.
     flags_text = [x if isinstance(x, str) else "" for x in starts["flags"].tolist()]
@@ -226,6 +231,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         target = cpu if base < 0 or base >= nr_cpus else base
         rows.append((ts, line, cpu, OP_ARM, key_of[ptr], exp, parse_timer_flags(fl) & _TIMER_FLAG_BITS, fcode[fn],
                      target, took.get(line, took_median.get(fn, 0))))
+    parts.append(_tuple_items(rows))
     # Global timers armed before the trace, as the hierarchy reports them (phantoms.py).
     phantoms = phantom_timers(run, offset, j0, tick_ns, hz)
     if phantoms:
@@ -234,26 +240,28 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
             fnames.append(PHANTOM_FUNCTION)
         notes.append(f"{len(phantoms)} global timer(s) armed before the trace inferred from the hierarchy's "
                      "reports (tmigr_cpu_idle nextevt earlier than any known timer): armed as phantoms")
+    rows = []
     for n, (ts, line, cpu, exp, cancel_ts, cancel_line) in enumerate(phantoms):
         key_of[PHANTOM + n] = len(pointers)
         pointers.append(PHANTOM + n)
         rows.append((ts, line, cpu, OP_ARM, key_of[PHANTOM + n], exp, 0, fcode[PHANTOM_FUNCTION], cpu, 0))
         if cancel_ts is not None:
             rows.append((cancel_ts, cancel_line, cpu, OP_CANCEL, key_of[PHANTOM + n], 0, 0, 0, cpu, 0))
+    parts.append(_tuple_items(rows))
     # hrtimers other than the tick (hrtimers.py).
     hr_pointers, hr_own, hr_expiries, hr_late = [], set(), {}, {}
     if hrtimers and len(event_rows(run, ("hrtimer_start",))):
         hr_rows, hr_own, hr_pointers, hr_late, hr_expiries = hrtimer_rows(run, offset, fcode, start_ns + offset)
-        rows += hr_rows
+        parts.append(_tuple_items(hr_rows))
         fnames = list(fcode)  # in code order
     tev = select_events(run, ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"),
                         ("cpu", "timer", "ts_ns", "line"))
     t_event, t_cpu, t_timer = column(tev, "event"), column(tev, "cpu"), column(tev, "timer")
     detaches = expiry_detaches(t_event, t_cpu, t_timer)
     t_ts, t_line = column(tev, "ts_ns"), column(tev, "line")
-    for i, e in enumerate(t_event):
-        if e == "timer_cancel" and i not in detaches and t_timer[i] in key_of:
-            rows.append((t_ts[i], t_line[i], t_cpu[i], OP_CANCEL, key_of[t_timer[i]], 0, 0, 0, t_cpu[i], 0))
+    parts.append(_tuple_items([(t_ts[i], t_line[i], t_cpu[i], OP_CANCEL, key_of[t_timer[i]], 0, 0, 0, t_cpu[i], 0)
+                               for i, e in enumerate(t_event)
+                               if e == "timer_cancel" and i not in detaches and t_timer[i] in key_of]))
 
     # Tasks: sched_switch from and to the idle task (pid 0).
     idle_cpus = set(np.unique(run["cpu"].to_numpy()[event_rows(run, ("cpu_idle",))]).tolist())
@@ -265,7 +273,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         elif kind == "hrtimer" and hrtimer_wakeups == "causal" and p is not None and int(p) in hr_key:
             woken_by[ln] = (WOKEN_BY_HRTIMER, hr_key[int(p)])
     busy_rows, initial_busy, missing_switch = task_intervals(run, nr_cpus, idle_cpus, offset, woken_by)
-    rows += busy_rows
+    parts.append(_tuple_items(busy_rows))
     sw = select_events(run, ("sched_switch",), ("cpu", "next_pid"))
     next0 = (sw["next_pid"] == 0).to_numpy(dtype=bool, na_value=False)
     if missing_switch:
@@ -277,28 +285,26 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # The enqueue (and what it arms: the fair server's timer) precedes the sched_wakeup line: the
     # mark is set just after the waker's previous event, at most 50 µs before it.
     wk = event_rows(run, ("sched_wakeup",))
-    ts_all = run["ts_ns"].to_numpy()
+    ts_all, line_all = run["ts_ns"].to_numpy(), run["line"].to_numpy()
     before = previous_on_cpu(run["cpu"].to_numpy())[wk]
-    # As a groupby shift gives it: float, NaN for a CPU's first event.
-    prev_ts = np.where(before >= 0, ts_all[before].astype(np.float64), np.nan)
-    wk_rows = select_events(run, ("sched_wakeup",), ("ts_ns", "line", "target_cpu"))
-    for ts, prev, line, target in zip(wk_rows["ts_ns"].tolist(), prev_ts.tolist(), wk_rows["line"].tolist(),
-                                      wk_rows["target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
-        if 0 <= target < nr_cpus:
-            t = ts if prev != prev else max(int(prev) + 1, ts - 50_000)  # prev != prev: NaN, no event before
-            rows.append((t, line, target, OP_WAKE_PENDING, 0, 0, 0, 0, target, 0))
+    ts = ts_all[wk]
+    # The previous event's time as a groupby shift gave it: through a float (exact below 2**53 ns).
+    t = np.where(before >= 0, np.maximum(ts_all[before].astype(np.float64).astype(np.int64) + 1, ts - 50_000), ts)
+    target = values(run, "target_cpu", -1)[wk]
+    on = (target >= 0) & (target < nr_cpus)
+    parts.append(_items(t[on], line_all[wk][on], target[on], OP_WAKE_PENDING))
     # A remote wakeup through the target's wake list marks it ttwu_pending when the waker queues the
     # task and sends its IPI; the sched_wakeup line comes later, from the target's IPI handler.
     if "callsite" in run:
         ipi = select_events(run, ("ipi_send_cpu",), ("callsite", "ts_ns", "line", "target_cpu"))
-        ipi = ipi[ipi["callsite"].astype(str).str.startswith("ttwu_queue_wakelist")]
-        for ts, line, target in zip(ipi["ts_ns"].tolist(), ipi["line"].tolist(),
-                                    ipi["target_cpu"].to_numpy(dtype=np.int64, na_value=-1).tolist()):
-            if 0 <= target < nr_cpus:
-                rows.append((ts, line, target, OP_WAKE_PENDING, 0, 0, 0, 0, target, 0))
+        ipi = ipi[str_test(ipi["callsite"], lambda c: c.startswith("ttwu_queue_wakelist"))]
+        target = values(ipi, "target_cpu", -1)
+        on = (target >= 0) & (target < nr_cpus)
+        parts.append(_items(ipi["ts_ns"].to_numpy()[on], ipi["line"].to_numpy()[on], target[on], OP_WAKE_PENDING))
     # Device interrupts (CPUs that log cpu_idle only).
-    for ts, cpu, dur, line, op in device_interrupts(run, sorted(idle_cpus), initial_busy, set(hr_expiries)):
-        rows.append((ts, line, cpu, op, 0, 0, 0, 0, cpu, dur))
+    marks = idle_marks(run, set(hr_expiries))  # for the device interrupts and the clock wakeups' ends
+    ts, cpu, dur, line, op = device_interrupt_columns(run, sorted(idle_cpus), initial_busy, marks)
+    parts.append(_items(ts, line, cpu, op, duration=dur))
     # The state at the start: whose tick runs, who holds the jiffies duty.
     initial_tick = initial_ticks(run, nr_cpus, sorted(idle_cpus), initial_busy, start_ns, tick_ns)
     ticking = [c for c in range(nr_cpus) if initial_busy[c] or initial_tick[c] == 1]
@@ -314,52 +320,61 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     if jiffies == "kernel":
         if duty_cpu >= 0:  # the holder at the start: an item there, before any tick
             handovers.insert(0, (start_ns + offset, 0, duty_cpu, duty_cpu))
-        for ts, line, cpu, holder in handovers:
-            rows.append((ts, line, cpu, OP_DUTY, 0, 0, int(holder is None), 0, cpu if holder is None else holder, 0))
+        parts.append(_tuple_items([(ts, line, cpu, OP_DUTY, 0, 0, int(holder is None), 0,
+                                    cpu if holder is None else holder, 0) for ts, line, cpu, holder in handovers]))
     # Each tick as late as traced (with either jiffies model: a tick tens of µs
     # late still wakes an idle CPU after an interrupt the trace shows before it),
     # and each stopped tick's wakeup (flags 1: a simulated stopped tick
     # programmed for the same time comes as late; the others draw from the
     # CPU's traced lateness, wake_stopped).
-    wakeups = tick_wakeups(run, tick_ns, offset)
+    g, d, cpu, line, stopped, from_idle = tick_wakeup_columns(run, tick_ns, offset)
+    g, d = g.astype(np.int64), d.astype(np.int64)  # monotonic ns: within int64
+    due = g + d >= start_ns
     # Each set just before the tick it delays (perhaps before the start). On a CPU that logs no cpu_idle,
     # a tick a period or more late may as well be a stopped tick's wakeup (its stops do not show): not a
     # stall to replay.
-    rows += [(g - 1 + offset, line, cpu, OP_DELAY, 0, 0, WAKE_STOPPED if stopped else 0, 0, cpu, d)
-             for g, d, cpu, line, stopped, _ in wakeups if (d < tick_ns or cpu in idle_cpus) and g + d >= start_ns]
+    on = ((d < tick_ns) | np.isin(cpu, list(idle_cpus))) & due
+    parts.append(_items(g[on] - 1 + offset, line[on], cpu[on], OP_DELAY, flags=np.where(stopped[on], WAKE_STOPPED, 0),
+                        duration=d[on]))
     # How long each clock wakeup of an idle CPU kept it awake (softirqs included), beside its lateness: the
     # order in which CPUs woken by one tick idle again — which of them goes inactive last in the hierarchy —
     # is the order their interrupts end.
-    ends = clock_wake_ends(run, sorted(idle_cpus), set(hr_expiries))
-    rows += [(g - 1 + offset, line, cpu, OP_WAKE_IRQ, 0, 0, 0, 0, cpu, max(0, ends[line] - offset - (g + d)))
-             for g, d, cpu, line, _, _ in wakeups if line in ends and g + d >= start_ns]
+    ends = clock_wake_end_lines(run, sorted(idle_cpus), marks)
+    known, end = _lookup(ends, line)
+    on = known & due
+    parts.append(_items(g[on] - 1 + offset, line[on], cpu[on], OP_WAKE_IRQ,
+                        duration=np.maximum(0, end[on] - offset - (g[on] + d[on]))))
     hr_cpu = _cpu_of_lines(run, hr_expiries)
-    for line, (e_ns, handler, _) in hr_expiries.items():  # a replayed hrtimer's wakeup, as a tick's
-        if line in ends and e_ns >= start_ns:
-            c = hr_cpu[line]
-            rows.append((e_ns - 1 + offset, line, c, OP_WAKE_IRQ, 0, 0, 0, 0, c, max(0, ends[line] - offset - handler)))
-    wake_stopped = fit_tables(wakeups, True, nr_cpus, per_cpu=True)
+    rows = []
+    for ln, (e_ns, handler, _) in hr_expiries.items():  # a replayed hrtimer's wakeup, as a tick's
+        if ln in ends and e_ns >= start_ns:
+            c = hr_cpu[ln]
+            rows.append((e_ns - 1 + offset, ln, c, OP_WAKE_IRQ, 0, 0, 0, 0, c, max(0, ends[ln] - offset - handler)))
+    parts.append(_tuple_items(rows))
+    # The stopped ticks' wakeups of idle CPUs: the only rows fit_tables reads for them.
+    at = stopped & from_idle
+    wake_stopped = fit_tables([(0, late, c, 0, True, True) for late, c in zip(d[at].tolist(), cpu[at].tolist())],
+                              True, nr_cpus, per_cpu=True)
     if not wake_stopped:
         notes.append("no stopped tick wakes an idle CPU in the trace: simulated stopped ticks wake on time")
-    policies = tick_policies(run, sorted(idle_cpus), start_ns + offset, tick_ns)
+    ts, cpu, policy, line, entry = tick_policy_columns(run, sorted(idle_cpus), start_ns + offset, tick_ns)
     if tick in ("trace", "kept"):
         # Without rcu_needs_cpu the engine keeps no tick after a task: all kept ticks are imposed.
         fresh = entries_before_first_tick(run) if rcu_needs_cpu else set()
-        for ts, cpu, policy, line, entry in policies:
+        if tick == "kept":
             # kept: only the entries where the kernel kept the tick for reasons a trace does not show (RCU
             # callbacks pending, irq_work) and the engine's tick model does not cover (the window from a
             # task switching out to the CPU's next tick) are imposed; everything else is simulated.
-            if tick == "kept":
-                policy = int(policy == 1 and entry not in fresh)
-            rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
+            policy = ((policy == 1) & ~np.isin(entry, np.fromiter(fresh, dtype=np.int64, count=len(fresh)))
+                      ).astype(np.int64)
+        parts.append(_items(ts, line, cpu, OP_TICK, flags=policy))
         notes.append("tick decisions imposed from the trace (tick='trace'): tick stops are not a measure"
                      if tick == "trace" else "the ticks the kernel kept in idle are imposed (tick='kept'); tick "
                      "stops are simulated where the kernel stopped the tick")
     else:
         # The initial tick state holds for the idle period in progress at the start only.
-        for ts, cpu, _, line, _ in policies:
-            if initial_tick[cpu] and ts == start_ns + offset:
-                rows.append((ts, line, cpu, OP_TICK, 0, 0, 0, 0, cpu, 0))
+        on = (np.asarray(initial_tick, dtype=np.int64)[cpu] != 0) & (ts == start_ns + offset)
+        parts.append(_items(ts[on], line[on], cpu[on], OP_TICK))
     hidden = [c for c in range(nr_cpus) if c not in idle_cpus and (sw["cpu"] == c).any()
               and ((sw["cpu"] == c) & next0).any()]
     if hidden:
@@ -367,35 +382,89 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                      "and their device interrupts are invisible (not replayed)")
         if tick in ("trace", "kept"):
             # Their tick decisions still show: a tick re-armed periodically while swapper runs was kept.
-            for ts, cpu, policy, line in hidden_tick_policies(run, hidden):
-                rows.append((ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0))
+            parts.append(_tuple_items([(ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0)
+                                       for ts, cpu, policy, line in hidden_tick_policies(run, hidden)]))
 
-    items = rows_frame(rows, ["ts", "line", "cpu", "op", "key", "expires_jiffies", "flags", "function", "target_cpu",
-                              "duration_ns"])
-    # A busy period a task's first event starts (a CPU that logs no switch away from the idle task)
-    # begins before that event's own item: the task armed it, not an interrupt of the idle CPU.
-    items["_busy_first"] = items["op"] != OP_BUSY
-    items = items.sort_values(["ts", "line", "_busy_first"], kind="stable").drop(columns="_busy_first")
-    items = items.reset_index(drop=True)
-    items.insert(0, "t_ns", items.pop("ts") - offset)
-    items["op"] = items["op"].astype(np.uint8)
-    items["expires_jiffies"] = items["expires_jiffies"].astype(np.uint64)
+    cols = _sorted_items(parts)
+    op, line = cols["op"], cols["line"]
+    cols["ts"] = cols["ts"] - offset
+    cols["op"] = op.astype(np.uint8)
     # How each arm was asked for (arms.py): the policy's placement, add_timer_on, or its own base.
     places = arm_places(run, nr_cpus, kernel_has(trace.kernel, "pull_model"))
-    items["place"] = np.where(items["op"] == OP_ARM, items["line"].map(places).fillna(0), 0).astype(np.uint8)
-    items.loc[(items["op"] == OP_HR_ARM) & items["line"].isin(hr_own), "place"] = PLACE_NAMES.index("own_base")
-    # An hrtimer arm's traced lateness when it woke its CPU (-1: none known).
-    items["late_ns"] = np.where(items["op"] == OP_HR_ARM, items["line"].map(hr_late).fillna(-1), -1).astype(np.int64)
+    own_base = PLACE_NAMES.index("own_base")
+    arm, hr_arm = op == OP_ARM, op == OP_HR_ARM
+    place = np.zeros(len(op), dtype=np.uint8)
+    place[arm] = [places.get(ln, 0) for ln in line[arm].tolist()]
+    place[hr_arm & np.isin(line, np.fromiter(hr_own, dtype=np.int64, count=len(hr_own)))] = own_base
     if phantoms:
         # A phantom stays on the base of the CPU that reported it, whatever the policy, and stays
         # global: "own_base" (its timer's CPU bits name that CPU), not add_timer_on, which pins from 6.9.
-        items.loc[(items["op"] == OP_ARM) & (items["function"] == fcode[PHANTOM_FUNCTION]), "place"] = \
-            PLACE_NAMES.index("own_base")
+        place[arm & (cols["function"] == fcode[PHANTOM_FUNCTION])] = own_base
+    # An hrtimer arm's traced lateness when it woke its CPU (-1: none known).
+    late = np.full(len(op), -1, dtype=np.int64)
+    late[hr_arm] = [hr_late.get(ln, -1) for ln in line[hr_arm].tolist()]
+    items = pd.DataFrame({"t_ns" if k == "ts" else k: v for k, v in cols.items()} | {"place": place, "late_ns": late})
     return Script(items=items, function_names=tuple(fnames), pointers=np.array(pointers, dtype=np.uint64),
                   initial_busy=tuple(initial_busy), initial_tick=tuple(initial_tick), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
                   notes=tuple(notes), jiffies_duty=jiffies == "kernel", wake_stopped=wake_stopped,
                   hrtimer_pointers=np.array(hr_pointers, dtype=np.uint64))
+
+
+def _items(ts, line, cpu, op, *, flags=0, duration=0) -> dict:
+    """Items of one source as columns (_ITEM_COLUMNS; a scalar is every
+    item's): a source's NumPy arrays whole, not a tuple per item. The
+    target CPU is the item's own; key, expiry and function are 0."""
+    n = len(ts)
+    full = {"ts": ts, "line": line, "cpu": cpu, "op": op, "key": 0, "expires_jiffies": 0, "flags": flags,
+            "function": 0, "target_cpu": cpu, "duration_ns": duration}
+    return {k: np.broadcast_to(np.asarray(v, dtype=np.uint64 if k == "expires_jiffies" else np.int64), n)
+            for k, v in full.items()}
+
+
+def _tuple_items(rows: list) -> dict:
+    """Items given as tuples of Python ints (_ITEM_COLUMNS in order) as columns."""
+    if not rows:
+        return _items(np.zeros(0, dtype=np.int64), 0, 0, 0)
+    try:  # the values as one stream: a conversion per column of tuples cost three times as much
+        table = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=len(rows) * len(_ITEM_COLUMNS))
+    except OverflowError:  # an expiry beyond int64 (an unsigned long's upper half)
+        cols = dict(zip(_ITEM_COLUMNS, zip(*rows)))
+        return {k: _expiries(v) if k == "expires_jiffies" else np.array(v, dtype=np.int64) for k, v in cols.items()}
+    table = table.reshape(len(rows), len(_ITEM_COLUMNS))
+    cols = {k: table[:, i] for i, k in enumerate(_ITEM_COLUMNS)}
+    cols["expires_jiffies"] = cols["expires_jiffies"].astype(np.uint64)  # a negative one modulo 2**64
+    return cols
+
+
+def _expiries(values) -> np.ndarray:
+    """Expiries in jiffies as uint64: a negative one modulo 2**64, as an int64 cast gives it."""
+    try:
+        return np.array(values, dtype=np.int64).astype(np.uint64)
+    except OverflowError:  # beyond int64: an unsigned long's upper half
+        return np.array(values, dtype=np.uint64)
+
+
+def _sorted_items(parts: list) -> dict:
+    """The items of every source, in the order the core runs them: by
+    timestamp, then line, the sources' order among equals — but a busy
+    period a task's first event starts (a CPU that logs no switch away from
+    the idle task) before that event's own item: the task armed it, not an
+    interrupt of the idle CPU."""
+    cols = {k: np.concatenate([p[k] for p in parts]) for k in _ITEM_COLUMNS}
+    order = np.lexsort((cols["op"] != OP_BUSY, cols["line"], cols["ts"]))  # stable
+    return {k: v[order] for k, v in cols.items()}
+
+
+def _lookup(mapping: dict, keys: np.ndarray) -> tuple:
+    """(whether each of ``keys`` is in ``mapping``, its value there, else 0) of integer keys and values."""
+    k = np.fromiter(mapping.keys(), dtype=np.int64, count=len(mapping))
+    v = np.fromiter(mapping.values(), dtype=np.int64, count=len(mapping))
+    by = np.argsort(k, kind="stable")
+    k, v = k[by], v[by]
+    at = np.minimum(np.searchsorted(k, keys), max(len(k) - 1, 0))
+    known = (k[at] == keys) if len(k) else np.zeros(len(keys), dtype=bool)
+    return known, np.where(known, v[at] if len(k) else 0, 0)
 
 
 def _cpu_of_lines(run: pd.DataFrame, lines) -> dict:

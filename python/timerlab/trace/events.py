@@ -28,6 +28,7 @@ _TIMER_FLAG_LETTERS = ((_core.TIMER_DEFERRABLE, "D"), (_core.TIMER_PINNED, "P"),
 CPU_IDLE_EXIT = 4294967295  # cpu_idle's state= when a CPU leaves idle (PWR_EVENT_EXIT as u32)
 # The tick's hrtimer callback, by release (tick_sched_timer; 6.x: tick_nohz_handler, tick_nohz_highres_handler).
 TICK_FUNCTIONS = ("tick_nohz_handler", "tick_sched_timer", "tick_nohz_highres_handler")
+_TIMER_EVENTS = frozenset(("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit"))
 
 
 def column(ev: pd.DataFrame, name: str, fill=None) -> list:
@@ -41,13 +42,19 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
     if isinstance(a, pd.Categorical):
         if not len(a.categories):
             return [fill] * len(a)
-        out = np.asarray(a.categories, dtype=object).take(a.codes)
         missing = a.codes < 0
+        if _mostly(missing):
+            at = np.flatnonzero(~missing)
+            return _filled(len(a), at, np.asarray(a.categories, dtype=object).take(a.codes[at]), fill)
+        out = np.asarray(a.categories, dtype=object).take(a.codes)
     elif isinstance(a, pd.arrays.IntegerArray):
         missing = np.asarray(a.isna())
         out = a.to_numpy(dtype=a.dtype.numpy_dtype, na_value=0)
         if not missing.any():
             return out.tolist()  # the same Python ints, without an object array
+        if _mostly(missing):
+            at = np.flatnonzero(~missing)
+            return _filled(len(a), at, out[at], fill)
         out = out.astype(object)
     elif isinstance(a, pd.arrays.NumpyExtensionArray) and a.dtype.kind in "iub":
         return a.to_numpy().tolist()
@@ -56,6 +63,20 @@ def column(ev: pd.DataFrame, name: str, fill=None) -> list:
     if missing.any():
         out[missing] = np.array([fill], dtype=object)
     return out.tolist()
+
+
+def _mostly(missing: np.ndarray) -> bool:
+    """Whether three values in four or more are missing: then the few others are set into a list
+    of ``fill`` (a column of one event among the rows of several is mostly missing)."""
+    return 4 * np.count_nonzero(missing) > 3 * len(missing)
+
+
+def _filled(n: int, at: np.ndarray, present: np.ndarray, fill) -> list:
+    """A list of ``n`` ``fill`` with ``present`` (its Python objects) at the positions ``at``."""
+    out = [fill] * n
+    for i, v in zip(at.tolist(), present.tolist()):
+        out[i] = v
+    return out
 
 
 def need_resched(ev: pd.DataFrame) -> list:
@@ -106,13 +127,16 @@ def expiry_detaches(event, cpu, timer) -> set:
     (the kernel logs an expiry as timer_cancel then timer_expire_entry of the
     same timer on the same CPU; a plain delete has no expire_entry after it):
     the CPU's timer event before an expire_entry is a cancel of that timer."""
-    event = np.asarray(event, dtype=object)
-    at = np.flatnonzero(np.isin(event, ("timer_start", "timer_cancel", "timer_expire_entry", "timer_expire_exit")))
-    prev = previous_on_cpu(np.asarray(cpu)[at])
-    k = np.flatnonzero((event[at] == "timer_expire_entry") & (prev >= 0))
-    i, j = at[k], at[prev[k]]
-    timer = np.asarray(timer, dtype=object)  # Python ==: a missing timer (None) matches another
-    return set(j[(event[j] == "timer_cancel") & (timer[j] == timer[i])].tolist())
+    # Only the timer events are converted to arrays (a whole list of every row's name, CPU and pointer
+    # cost more than the rest where they are a few of the rows).
+    at = np.flatnonzero(np.fromiter(map(_TIMER_EVENTS.__contains__, event), dtype=bool, count=len(event)))
+    pos = at.tolist()
+    event = np.array([event[i] for i in pos], dtype=object)
+    prev = previous_on_cpu(np.array([cpu[i] for i in pos], dtype=np.int64))
+    k = np.flatnonzero((event == "timer_expire_entry") & (prev >= 0))
+    i, j = k, prev[k]
+    timer = np.array([timer[i] for i in pos], dtype=object)  # Python ==: a missing timer (None) matches another
+    return set(at[j[(event[j] == "timer_cancel") & (timer[j] == timer[i])]].tolist())
 
 
 def is_tick(e, function) -> bool:

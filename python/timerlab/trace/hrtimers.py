@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .events import TICK_FUNCTIONS, column
-from .rows import previous_on_cpu, select_events, str_isin
+from .rows import event_in, previous_on_cpu, select_events, str_isin
 
 __all__ = ["hrtimer_table", "hrtimer_detaches"]
 
@@ -28,11 +28,18 @@ def hrtimer_detaches(event, cpu, ptr) -> set:
     change the kernel logged a cancel ahead of every restart and expiry — the
     next hrtimer event on that CPU is then the same timer's start or expiry."""
     event = np.asarray(event, dtype=object)
+    return detaches_of((event == "hrtimer_start") | (event == "hrtimer_expire_entry"), event == "hrtimer_cancel",
+                       cpu, ptr)
+
+
+def detaches_of(start_or_expiry, cancel, cpu, ptr) -> set:
+    """hrtimer_detaches of the masks of the starts and expiries and of the
+    cancels (read off the event codes: a string compare per row cost more)."""
     ptr = np.asarray(ptr, dtype=np.uint64)
     prev = previous_on_cpu(cpu)
-    i = np.flatnonzero(((event == "hrtimer_start") | (event == "hrtimer_expire_entry")) & (prev >= 0))
+    i = np.flatnonzero(start_or_expiry & (prev >= 0))
     j = prev[i]
-    return set(j[(event[j] == "hrtimer_cancel") & (ptr[j] == ptr[i])].tolist())
+    return set(j[cancel[j] & (ptr[j] == ptr[i])].tolist())
 
 
 def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
@@ -45,9 +52,11 @@ def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
     ev = trace.events if hasattr(trace, "events") else trace
     sel = select_events(ev, _EVENTS, ("cpu", "ts_ns", "line", "hrtimer", "function", "mode", "expires_ns",
                                       "softexpires_ns", "now_ns"))
-    ptr = np.asarray(column(sel, "hrtimer", 0), dtype=np.uint64)
+    ptr = (sel["hrtimer"].to_numpy(dtype=np.uint64, na_value=0) if "hrtimer" in sel
+           else np.zeros(len(sel), dtype=np.uint64))
     detach = np.zeros(len(sel), dtype=bool)
-    detach[sorted(hrtimer_detaches(column(sel, "event"), sel["cpu"].to_numpy(), ptr))] = True
+    detach[sorted(detaches_of(event_in(sel, ("hrtimer_start", "hrtimer_expire_entry")),
+                              event_in(sel, ("hrtimer_cancel",)), sel["cpu"].to_numpy(), ptr))] = True
     keep = np.arange(len(sel))
     if not tick and "function" in sel:  # leave out every event of a pointer the tick's callback names
         ticks = np.unique(ptr[str_isin(sel["function"], TICK_FUNCTIONS)])
@@ -80,13 +89,38 @@ def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
                 open_[p] = (p, function[i], None, None, None, None, None, line[i])
             close(p, "expired", i, cpu[i], now[i])
     rows += [r[:7] + ("pending", None, None, None, r[7]) for r in open_.values()]
-    cols = ["hrtimer", "function", "mode", "cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "outcome",
-            "end_ts_ns", "cpu_expired", "now_ns", "line"]
-    df = pd.DataFrame(rows, columns=cols)
-    for c in ("cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "end_ts_ns", "cpu_expired", "now_ns"):
-        df[c] = pd.array(df[c], dtype="Int64")
-    df["hrtimer"] = df["hrtimer"].astype(np.uint64)
-    df["latency_ns"] = df["now_ns"] - df["expires_ns"]
-    for c in ("function", "mode", "outcome"):
-        df[c] = pd.Categorical(df[c].astype(object))
-    return df.sort_values("line", kind="stable").reset_index(drop=True)
+    return _table(rows)
+
+
+_COLUMNS = ("hrtimer", "function", "mode", "cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "outcome",
+            "end_ts_ns", "cpu_expired", "now_ns", "line")
+_INTS = ("cpu_armed", "armed_ts_ns", "softexpires_ns", "expires_ns", "end_ts_ns", "cpu_expired", "now_ns")
+_TEXTS = ("function", "mode", "outcome")
+
+
+def _table(rows: list) -> pd.DataFrame:
+    """hrtimer_table's frame of its rows (tuples of _COLUMNS), sorted by line."""
+    if not rows:  # pandas' own empty frame: object columns
+        cols = dict(pd.DataFrame(rows, columns=list(_COLUMNS)).items())
+    else:
+        # Each column as pandas infers it from the tuples, without a frame of them (its string
+        # columns, inferred as Arrow strings, were converted back to objects for the Categoricals).
+        cols = {c: _inferred(v, c in _TEXTS) for c, v in zip(_COLUMNS, zip(*rows))}
+    # The Categoricals of object Series: their categories stay objects (of an array, str).
+    out = {c: pd.array(v, dtype="Int64") if c in _INTS else pd.Categorical(pd.Series(v, dtype=object))
+           if c in _TEXTS else v for c, v in cols.items()}
+    out["hrtimer"] = np.asarray(out["hrtimer"]).astype(np.uint64)
+    out["latency_ns"] = out["now_ns"] - out["expires_ns"]
+    return pd.DataFrame(out).sort_values("line", kind="stable").reset_index(drop=True)
+
+
+def _inferred(values: tuple, text: bool) -> np.ndarray:
+    """A column of Python values as pandas infers it from rows of tuples:
+    integers with a missing value as float64 (NaN: exact below 2**53, as
+    there), integers alone as int64 (uint64 beyond), missing alone or text
+    as objects."""
+    if text or all(v is None for v in values):
+        return np.array(values, dtype=object)
+    if any(v is None for v in values):
+        return np.array(values, dtype=np.float64)
+    return np.array(values)
