@@ -209,6 +209,13 @@ def test_fuzz_small_trace_dat_cut_or_flipped(data, tmp_path):
     targets.trace_dat(data, tmp_path)
 
 
+def test_found_by_fuzzing_a_renamed_function_that_is_not_utf8(tmp_path):
+    """A flip that leaves a function name of bytes that are not UTF-8, which
+    the features' renaming of the functions then gave pandas as a string
+    Index (a UnicodeEncodeError, not a trace or an error)."""
+    targets.trace_dat(b"\x01" + b"\x00" * 11 + b"\x13\xb7\xd4,\x07", tmp_path)
+
+
 def test_found_by_fuzzing_a_clock_name_that_is_not_utf8(tmp_path):
     """A flipped bit in the TRACECLOCK option: names from the file are bytes,
     not text (it was a UnicodeDecodeError, not a trace or an error)."""

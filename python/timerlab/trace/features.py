@@ -148,6 +148,15 @@ def _values(events, column) -> list[str]:
     return [str(v) for v in values]
 
 
+def category_index(categories) -> pd.Index:
+    """The categories of a column as an Index; bytes that were not UTF-8 (kept
+    as surrogates) cannot be a string Index: an object one then."""
+    try:
+        return pd.Index(categories)
+    except UnicodeEncodeError:
+        return pd.Index(categories, dtype=object)
+
+
 def _recode(events, column, rename) -> pd.DataFrame:
     """A column with its values renamed (names that become equal merge),
     the rows untouched; a column the C++ reader did not make categorical is
@@ -163,7 +172,7 @@ def _recode(events, column, rename) -> pd.DataFrame:
     where = {c: i for i, c in enumerate(cats)}
     lookup = np.array([where[c] for c in new] + [-1], dtype=np.int32)  # code -1 (missing) stays -1
     codes = lookup[col.cat.codes.to_numpy()]
-    return events.assign(**{column: pd.Categorical.from_codes(codes, categories=cats)})
+    return events.assign(**{column: pd.Categorical.from_codes(codes, categories=category_index(cats))})
 
 
 def release_of(events, path, kernel, f) -> tuple[str, str]:

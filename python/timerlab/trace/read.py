@@ -42,7 +42,7 @@ import pandas as pd
 
 from .. import _core
 from .dat import DatError, is_trace_dat, read_dat
-from .features import Features, detect
+from .features import Features, category_index, detect
 from .source import CHUNK_BYTES as _CHUNK_BYTES, CorruptData, NotAFile, TruncatedData, open_text
 
 _LINE_COLUMNS = ["ts_ns", "cpu", "task", "pid", "event", "line"]
@@ -315,15 +315,6 @@ def _chunks_in_background(name: str):
     finally:
         stop.set()
         reader.join()
-
-
-def category_index(categories) -> pd.Index:
-    """The categories of a column as an Index; bytes that were not UTF-8 (kept
-    as surrogates) cannot be a string Index: an object one then."""
-    try:
-        return pd.Index(categories)
-    except UnicodeEncodeError:
-        return pd.Index(categories, dtype=object)
 
 
 def _frame(cols: dict) -> pd.DataFrame:
