@@ -167,7 +167,9 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
             trace = narrowed(trace)  # a store loads only the columns read here
             require_events(trace, REQUIRED_EVENTS, "validate")
         # Worker processes start before the windows are cut: they import while that is done.
-        pool = stack.enter_context(Pool(workers, preload=[__name__])) if workers > 1 and large(trace, window_events) else None
+        pool = None
+        if workers > 1 and large(trace, window_events):
+            pool = stack.enter_context(Pool(workers, preload=[__name__]))
         windows = windows_of(trace, window_events)
         told = _teller(progress, len(windows))
         first = narrowed(windows[0].load())

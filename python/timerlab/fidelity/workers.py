@@ -10,6 +10,7 @@ imports only what its tasks need.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import subprocess
@@ -19,8 +20,8 @@ import threading
 # The worker's first message is the caller's sys.path and the modules to
 # import while the caller prepares the tasks; then tasks until EOF.
 _BOOT = ("import importlib, pickle, struct, sys; n, = struct.unpack('<Q', sys.stdin.buffer.read(8)); "
-         "sys.path[:], preload = pickle.loads(sys.stdin.buffer.read(n)); [importlib.import_module(m) for m in preload]; "
-         "from timerlab.fidelity.workers import serve; serve()")
+         "sys.path[:], preload = pickle.loads(sys.stdin.buffer.read(n)); "
+         "[importlib.import_module(m) for m in preload]; from timerlab.fidelity.workers import serve; serve()")
 
 
 def _send(f, obj) -> None:
@@ -43,8 +44,11 @@ def _receive(f):
 
 def serve() -> None:
     """A worker's loop: each task is (fn, args); the reply ("ok", result) or ("error", exception)."""
-    out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # a print in a task must not corrupt the replies
+    # The replies get their own descriptor; anything else written to the
+    # standard output (a print, a library's own writes) goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     while True:
         try:
             fn, args = _receive(sys.stdin.buffer)
