@@ -43,7 +43,6 @@ WINDOW_EVENTS = 1_000_000
 # A trace file read whole into memory at most (its text: compressed files
 # count at ten times their size); a larger one goes through a store.
 WHOLE_TEXT_BYTES = 512 << 20
-_COMPRESSED_MAGIC = (b"\xfd7zXZ\x00", b"\x1f\x8b", b"BZh")
 
 
 def check_window_events(window_events) -> int:
@@ -191,10 +190,9 @@ def window_of(trace, start_ns, end_ns, kernel=None):
 
 def _text_bytes(name: str) -> int:
     """The size of a file's text, a compressed one's guessed at ten times its size."""
+    from ..trace.ranges import is_plain
     size = os.path.getsize(name)
-    with open(name, "rb") as f:
-        head = f.read(6)
-    return size * 10 if head.startswith(_COMPRESSED_MAGIC) else size
+    return size if is_plain(name) else size * 10
 
 
 @contextlib.contextmanager
