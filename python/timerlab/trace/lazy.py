@@ -6,7 +6,9 @@ opened from the file's footer in milliseconds, its events read on first use.
 ``event_counts()``, ``duration_ns`` and ``repr`` come from the metadata;
 ``events`` and ``features`` read the store once, then behave exactly as for
 the text (the same DataFrame, the same feature detection).
-``of(event)`` before that reads that event's rows alone.
+``of(event)`` before that reads that event's rows alone;
+``between(start_ns, end_ns)`` is a window of time of it, loaded on its own
+(what validate replays a window at a time).
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ class StoredTrace(Trace):
                            window=self._window)
 
     def between(self, start_ns=None, end_ns=None, *, kernel=None) -> "StoredTrace":
-        """The rows ``start_ns <= ts_ns < end_ns`` of this trace (None: open
+        """The rows ``start_ns <= ts_ns < end_ns`` of the store (None: open
         on that side) as a trace of their own, not loaded yet: what validate
         replays one window at a time. ``kernel``: the release, when this
         stretch alone would not tell it (default: this trace's)."""
