@@ -84,7 +84,7 @@ def build(parts: list, overrides: dict, cfg=None) -> tuple:
                      "them is not compared")
     per_cpu = _sum_per_cpu([c.per_cpu for c in parts])
     items += _idle_items(per_cpu, absent, overrides, cfg, notes)
-    items.append(_handovers_item(cfg, [c.handovers for c in parts]))
+    items.append(_handovers_item([c.handovers for c in parts]))
     return items, notes, per_cpu, x
 
 
@@ -227,7 +227,7 @@ def _idle_items(per_cpu, absent, overrides, cfg, notes) -> list:
     return items
 
 
-def _handovers_item(cfg, windows) -> FidelityItem:
+def _handovers_item(windows) -> FidelityItem:
     """``tmigr``: each window's (rows, hidden CPUs, why not compared) of
     validate._handover_rows, the hand-overs of a group summed over windows."""
     name, note = "tmigr", "migrator hand-overs per level-0 group, 1 - sum|sim-trace|/sum trace"

@@ -62,10 +62,11 @@ def _head(name: str) -> tuple:
     return header, (len(head) - len(header)) / len(lines) if len(lines) else None
 
 
-def estimated_rows(path) -> int:
-    """The event lines of a plain text file, estimated from its first megabyte."""
+def estimated_rows(path, head=None) -> int:
+    """The event lines of a plain text file, estimated from its first
+    megabyte (``head``: what _head gave for it, if already read)."""
     name = os.fspath(path)
-    header, per_row = _head(name)
+    header, per_row = head or _head(name)
     return round((os.path.getsize(name) - len(header)) / per_row) if per_row else 0
 
 
@@ -73,8 +74,9 @@ def text_ranges(path, rows: int) -> list:
     """The file cut at line ends into :class:`TextRange` of about ``rows`` event lines."""
     name = os.fspath(path)
     size = os.path.getsize(name)
-    header, _per_row = _head(name)
-    n = max(1, -(-estimated_rows(name) // rows))
+    head = _head(name)
+    header = head[0]
+    n = max(1, -(-estimated_rows(name, head) // rows))
     cuts = sorted({0, size, *(_line_end(name, size * k // n) for k in range(1, n))})
     firsts = _lines_before(name, cuts[:-1])
     return [TextRange(name, a, b, first, header) for a, b, first in zip(cuts[:-1], cuts[1:], firsts)]
