@@ -1,7 +1,7 @@
 """What each CPU did, as a replay reads it off a trace: when it ran tasks
 and when its idle task (task_intervals), the interrupts that ended idle
-periods and that the simulation does not model (device_interrupts), and the
-kernel's tick decisions in idle (tick_policies, hidden_tick_policies,
+periods and that the simulation does not model (device_interrupt_columns),
+and the kernel's tick decisions in idle (tick_policy_columns, hidden_tick_policies,
 initial_ticks).
 
 Not here: the clocks (clocks.py), timer operations (script.py).
@@ -17,10 +17,10 @@ from ..trace.rows import (cpu_order, event_in, function_in, latest_on_cpu, previ
 from .ops import OP_BUSY, OP_EXIT, OP_IDLE, OP_IRQ
 
 
-# What an event does to its CPU's idle period (device_interrupts, clock_wake_ends): an idle entry or
+# What an event does to its CPU's idle period (device_interrupt_columns, clock_wake_end_lines): an idle entry or
 # exit, a task runs, the idle loop is left without one, other (_CLOCK: a clock wakeup that ended it).
 _ENTRY, _EXIT, _RUN, _LEFT, _OTHER, _CLOCK = range(6)
-_BY_IRQ, _BY_TASK, _BY_TICK = range(3)  # device_interrupts: what ended an idle period
+_BY_IRQ, _BY_TASK, _BY_TICK = range(3)  # device_interrupt_columns: what ended an idle period
 
 
 def idle_actions(ev):
@@ -269,33 +269,28 @@ def _task_rows(ev):
     return need, np.flatnonzero(marks & ~exits | wakeup | after | first_task | first_need), np.flatnonzero(~had)
 
 
-def device_interrupts(ev, cpus_with_idle, initial_busy, hrtimer_expiries=frozenset()):
-    """External interrupts and idle-loop exits: (t_ts, cpu, duration_ns,
-    line, op) for idle periods ended by something the simulation does not
-    model (see the module doc), the period in progress at the start
-    included. ``op`` is OP_EXIT where the CPU then left the idle loop without
-    running a task — need-resched set with nothing to run, as 6.12's fair
-    server timer (dl_task_timer) does: the hierarchy sees it active
-    (timer_base_idle is_idle=0, tmigr_cpu_active) before it idles afresh —
-    else OP_IRQ. An idle period the tick ended, then left the same way, is
-    an OP_EXIT at the tick. ``hrtimer_expiries``: lines of the hrtimer
-    expiries the replay simulates (hrtimers.py), which end their idle periods
-    as the tick does (6.12's fair server, dl_task_timer, mostly leaves the
-    loop so: an OP_EXIT at its expiry)."""
-    return list(zip(*(c.tolist() for c in device_interrupt_columns(ev, cpus_with_idle, initial_busy,
-                                                                   idle_marks(ev, hrtimer_expiries)))))
-
-
 def idle_marks(ev, hrtimer_expiries) -> tuple:
     """(actions, is a cpu_idle, clock wakeups): idle_actions and
-    clock_wakeups, which device_interrupts and clock_wake_ends both read
-    (the script computes them once for the two)."""
+    clock_wakeups, which device_interrupt_columns and clock_wake_end_lines
+    both read (the script computes them once for the two). ``hrtimer_expiries``:
+    lines of the hrtimer expiries the replay simulates, clock wakeups too."""
     return idle_actions(ev) + (clock_wakeups(ev, hrtimer_expiries),)
 
 
 def device_interrupt_columns(ev, cpus_with_idle, initial_busy, marks) -> tuple:
-    """device_interrupts as NumPy columns, of the trace's ``marks``
-    (idle_marks): the replay's script takes them whole."""
+    """External interrupts and idle-loop exits: (t_ts, cpu, duration_ns,
+    line, op) as NumPy columns, of the trace's ``marks`` (idle_marks), for
+    idle periods ended by something the simulation does not model (see the
+    module doc), the period in progress at the start included. ``op`` is
+    OP_EXIT where the CPU then left the idle loop without running a task —
+    need-resched set with nothing to run, as 6.12's fair server timer
+    (dl_task_timer) does: the hierarchy sees it active (timer_base_idle
+    is_idle=0, tmigr_cpu_active) before it idles afresh — else OP_IRQ. An
+    idle period the tick ended, then left the same way, is an OP_EXIT at the
+    tick. The hrtimer expiries the replay simulates (hrtimers.py; marks'
+    clock wakeups) end their idle periods as the tick does (6.12's fair
+    server, dl_task_timer, mostly leaves the loop so: an OP_EXIT at its
+    expiry)."""
     on = ev["cpu"].isin(cpus_with_idle).to_numpy()
     last_ts = int(ev["ts_ns"].to_numpy()[on][-1]) if on.any() else 0
     act, idle, clock = marks
@@ -406,9 +401,10 @@ def entries_before_first_tick(ev) -> set:
     return set(ev["line"].to_numpy()[on[entry[on] & (state == 1)]].tolist())
 
 
-def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
-    """(t_ts, cpu, policy, line, entry line): the trace's tick decision at
-    each idle entry (2: the tick is stopped in that idle period, 1: kept),
+def tick_policy_columns(ev, cpus_with_idle, t_start, tick_ns) -> tuple:
+    """(t_ts, cpu, policy, line, entry line) as NumPy columns: the trace's
+    tick decision at each idle entry (2: the tick is stopped in that idle
+    period, 1: kept),
     in force from two ticks before that entry — or from just after the
     previous entry, if that is later — so that it is in force when the
     simulation reaches the same entry (its idle entries precede the trace's
@@ -417,11 +413,6 @@ def tick_policies(ev, cpus_with_idle, t_start, tick_ns):
     simulation makes long before it, which the kernel's reason for that
     entry need not cover. A CPU's first entry's is set at ``t_start`` (the
     idle period in progress then has the script's initial_tick)."""
-    return list(zip(*(c.tolist() for c in tick_policy_columns(ev, cpus_with_idle, t_start, tick_ns))))
-
-
-def tick_policy_columns(ev, cpus_with_idle, t_start, tick_ns) -> tuple:
-    """tick_policies as NumPy columns: the replay's script takes them whole."""
     # The tick stops just before the cpu_idle of its entry and stays stopped
     # until the CPU leaves the idle loop (tick_nohz_idle_exit restarts it).
     stop = event_in(ev, ("tick_stop",))
@@ -466,7 +457,7 @@ def hidden_tick_policies(ev, cpus):
     return out
 
 
-def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
+def clock_wake_end_lines(ev, cpus_with_idle, marks) -> dict:
     """{line of a tick's hrtimer_expire_entry: timestamp its interrupt ended}
     for each clock interrupt (the tick, or a stopped tick's programmed
     wakeup) that ended an idle period and after which the CPU idled again
@@ -475,13 +466,8 @@ def clock_wake_ends(ev, cpus_with_idle, hrtimer_expiries=frozenset()) -> dict:
     RCU, SCHED: nohz idle balancing), ends where do_idle's loop takes over
     again, which cpu_idle's exit marks where it is logged after the handler
     ran (default_idle_call); where it is logged first, the next idle entry.
-    ``hrtimer_expiries``: lines of replayed hrtimers' expiries, which count
-    as clock wakeups too."""
-    return clock_wake_end_lines(ev, cpus_with_idle, idle_marks(ev, hrtimer_expiries))
-
-
-def clock_wake_end_lines(ev, cpus_with_idle, marks) -> dict:
-    """clock_wake_ends of the trace's ``marks`` (idle_marks)."""
+    ``marks``: idle_marks of the trace (its clock wakeups count the replayed
+    hrtimers' expiries too)."""
     act, idle, clock = marks
     on = np.flatnonzero(ev["cpu"].isin(cpus_with_idle).to_numpy())
     cpu, act = ev["cpu"].to_numpy()[on], act[on]

@@ -39,7 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..trace.events import TICK_FUNCTIONS, column
-from ..trace.hrtimers import detaches_of
+from ..trace.hrtimers import hrtimer_detaches
 from ..trace.rows import event_in, previous_on_cpu, select_events, str_isin
 
 HRTIMER_EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
@@ -154,8 +154,8 @@ def _hrtimer_positions(sel, ticks) -> tuple:
     is_start = event_in(sel, ("hrtimer_start",))
     hr = np.flatnonzero(is_hr)
     detach = np.zeros(len(sel), dtype=bool)
-    detach[hr[sorted(detaches_of(event_in(sel, ("hrtimer_start", "hrtimer_expire_entry"))[hr],
-                                 event_in(sel, ("hrtimer_cancel",))[hr], cpu[hr], ptr[hr]))]] = True
+    detach[hr[sorted(hrtimer_detaches(event_in(sel, ("hrtimer_start", "hrtimer_expire_entry"))[hr],
+                                      event_in(sel, ("hrtimer_cancel",))[hr], cpu[hr], ptr[hr]))]] = True
     tick = np.isin(ptr, np.array(sorted(ticks), dtype=np.uint64))
     work = is_hr & ~tick
     has_expiry = sel["expires_ns"].notna().to_numpy() if "expires_ns" in sel else np.zeros(len(sel), dtype=bool)

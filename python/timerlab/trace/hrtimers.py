@@ -23,18 +23,12 @@ __all__ = ["hrtimer_table", "hrtimer_detaches"]
 _EVENTS = ("hrtimer_start", "hrtimer_cancel", "hrtimer_expire_entry")
 
 
-def hrtimer_detaches(event, cpu, ptr) -> set:
+def hrtimer_detaches(start_or_expiry, cancel, cpu, ptr) -> set:
     """Positions of hrtimer_cancel lines that are no removal: before the 2026
     change the kernel logged a cancel ahead of every restart and expiry — the
-    next hrtimer event on that CPU is then the same timer's start or expiry."""
-    event = np.asarray(event, dtype=object)
-    return detaches_of((event == "hrtimer_start") | (event == "hrtimer_expire_entry"), event == "hrtimer_cancel",
-                       cpu, ptr)
-
-
-def detaches_of(start_or_expiry, cancel, cpu, ptr) -> set:
-    """hrtimer_detaches of the masks of the starts and expiries and of the
-    cancels (read off the event codes: a string compare per row cost more)."""
+    next hrtimer event on that CPU is then the same timer's start or expiry.
+    ``start_or_expiry`` and ``cancel``: masks of the rows' events (read off
+    the event codes: a string compare per row cost more)."""
     ptr = np.asarray(ptr, dtype=np.uint64)
     prev = previous_on_cpu(cpu)
     i = np.flatnonzero(start_or_expiry & (prev >= 0))
@@ -55,8 +49,8 @@ def hrtimer_table(trace, *, tick: bool = False) -> pd.DataFrame:
     ptr = (sel["hrtimer"].to_numpy(dtype=np.uint64, na_value=0) if "hrtimer" in sel
            else np.zeros(len(sel), dtype=np.uint64))
     detach = np.zeros(len(sel), dtype=bool)
-    detach[sorted(detaches_of(event_in(sel, ("hrtimer_start", "hrtimer_expire_entry")),
-                              event_in(sel, ("hrtimer_cancel",)), sel["cpu"].to_numpy(), ptr))] = True
+    detach[sorted(hrtimer_detaches(event_in(sel, ("hrtimer_start", "hrtimer_expire_entry")),
+                                    event_in(sel, ("hrtimer_cancel",)), sel["cpu"].to_numpy(), ptr))] = True
     keep = np.arange(len(sel))
     if not tick and "function" in sel:  # leave out every event of a pointer the tick's callback names
         ticks = np.unique(ptr[str_isin(sel["function"], TICK_FUNCTIONS)])
