@@ -481,3 +481,24 @@ def test_narrowed_is_a_view_of_the_columns_replay_reads(traces):
     assert np.shares_memory(n.events["ts_ns"].to_numpy(), tr.events["ts_ns"].to_numpy())
     pd.testing.assert_frame_equal(n.events, tr.events[list(n.events.columns)])
     assert narrowed(n) is n and n.features is tr.features and n.path == tr.path
+
+
+def test_a_late_tick_that_interrupted_a_task_is_a_stall_even_where_cpu_idle_is_not_logged(traces):
+    """clocks.tick_wakeup_columns' ``running``: a tick a period or more late whose hrtimer_start forwarded a
+    running tick, on a CPU that ran tasks all the while, was held up (a descheduled vCPU), not put off by a
+    stop. On the 6.1 trace CPU 5 runs a task throughout and logs no cpu_idle after its first second: its
+    ticks come up to 16 ms late. On the idle 2-CPU trace CPU 1 logs no cpu_idle and no tick_stop, and its
+    idle task logs events between the missing ticks and the late one: a stop the trace does not show may
+    have put them off."""
+    from timerlab.replay.clocks import clock_offset, tick_wakeup_columns
+
+    def late_running(name, cpu):
+        ev = traces[name].events
+        _g, d, c, _line, _stopped, _idle, running = tick_wakeup_columns(ev, 4_000_000, clock_offset(ev))
+        late = (d >= 4_000_000) & (c == cpu)
+        return int(late.sum()), int((late & running).sum())
+
+    late, running = late_running("qemu-6.1.176-16cpu-2node-mixed.trace.txt.xz", 5)
+    assert late > 10 and running == late
+    late, running = late_running("vm2-idle-hz250.trace.txt.xz", 1)
+    assert late > 100 and running == 0

@@ -46,6 +46,7 @@ class Compared:
     handovers: tuple               # (rows, hidden CPUs, why not compared): validate._handover_rows
     result: object = None
     events: int = 0
+    jiffies: tuple = ()            # (the jiffies model replayed, *Script.jiffies_fit)
     span_ns: tuple = (None, None)  # the window's first and last timestamp
 
 

@@ -14,6 +14,7 @@ from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_e
 from ..replay.arms import PLACE_NAMES
 from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
+from ..replay.script import jiffies_note
 from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import node_of_cpu
 from ..trace.rows import event_in, event_rows, select_events
@@ -173,20 +174,24 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
         windows = windows_of(trace, window_events)
         told = _teller(progress, len(windows))
         first = narrowed(windows[0].load())
+        jiffies_note = None
         if len(windows) == 1:
             parts = [_compare(first, overrides, told(0))]
         else:
             machine = _machine_of(first, overrides)
             if pool is not None and parallel(windows):
-                del first  # each window is loaded where it is replayed
-                parts = _in_processes(pool, windows, overrides, machine, told)
-            else:
-                parts = [_window(first, overrides, told(0), keep_config=True)]
-                parts += [_window(narrowed(w.load(machine["kernel"])), machine, told(k))
-                          for k, w in enumerate(windows[1:], 1)]
+                first = None  # each window is loaded where it is replayed
+
+            def compare(only, fixed):
+                return _compare_windows(pool, windows, only, {**overrides, **fixed}, {**machine, **fixed}, told, first)
+            parts = compare(range(len(windows)), {})
+            if overrides.get("jiffies", "auto") == "auto":
+                jiffies_note = _one_jiffies_model(parts, compare)
     items, notes, per_cpu, x = build(parts, overrides)
     windows_frame = None
     if len(parts) > 1:
+        if jiffies_note:
+            notes.append(jiffies_note)
         notes.append(f"replayed in {len(parts)} windows of about {check_window_events(window_events):,} events "
                      "(report.windows): each window's replay starts afresh, leaving out the timers armed before it")
         windows_frame = _windows_frame(parts, overrides)
@@ -242,15 +247,46 @@ def _load_and_compare(window, options, keep_config) -> Compared:
     return _window(narrowed(window.load(options.get("kernel"))), options, lambda _stage: None, keep_config)
 
 
-def _in_processes(pool, windows, overrides, machine, told) -> list:
-    """The windows compared by the pool's processes (workers.py), each
-    loading its own rows: a window never crosses between processes, only its
-    comparisons."""
-    def done(k):
-        for stage in VALIDATE_STAGES:
-            told(k)(stage)
-    tasks = [(_load_and_compare, (w, overrides if k == 0 else machine, k == 0)) for k, w in enumerate(windows)]
-    return pool.run(tasks, done)
+def _compare_windows(pool, windows, only, overrides, machine, told, first=None) -> list:
+    """The Compared of windows ``only`` (positions in ``windows``), in the
+    pool's processes (workers.py) when the windows load their own rows
+    there, else here (window 0 is ``first`` if it is still loaded). The first
+    window gets ``overrides`` and keeps its config, the others ``machine``."""
+    only = list(only)
+    if pool is not None and parallel(windows):
+        # Each process loads its window's rows: a window never crosses between processes, only its comparisons.
+        def done(i):
+            for stage in VALIDATE_STAGES:
+                told(only[i])(stage)
+        return pool.run([(_load_and_compare, (windows[k], overrides if k == 0 else machine, k == 0)) for k in only],
+                        done)
+    return [_window(first if k == 0 and first is not None else narrowed(windows[k].load(machine["kernel"])),
+                    overrides if k == 0 else machine, told(k), keep_config=k == 0) for k in only]
+
+
+def _one_jiffies_model(parts, compare) -> str:
+    """Every window replayed with the jiffies model of the whole trace (the
+    one that gives the kernel's recorded jiffies most often over all
+    windows, as a replay of the whole would choose it): a window alone may
+    prefer the other when the two are close, and one window's jiffies
+    would then drift from the next one's. Those windows are compared again
+    (``compare(positions, options)``, in place in ``parts``); the windows'
+    own notes of their choice give way to the returned note."""
+    n = sum(c.jiffies[3] for c in parts)
+    kernel = sum(round(c.jiffies[1] * c.jiffies[3]) for c in parts)
+    grid = sum(round(c.jiffies[2] * c.jiffies[3]) for c in parts)
+    model = "kernel" if kernel > grid else "grid"
+    redo = [k for k, c in enumerate(parts) if c.jiffies[0] != model]
+    if redo:
+        for k, c in zip(redo, compare(redo, {"jiffies": model})):
+            parts[k] = c
+    for c in parts:
+        own = jiffies_note(c.jiffies[0], {"kernel": c.jiffies[1], "grid": c.jiffies[2]})
+        c.notes = [note for note in c.notes if note != own]
+    note = jiffies_note(model, {"kernel": kernel / max(n, 1), "grid": grid / max(n, 1)}) + ", over all windows"
+    if redo:
+        note += f"; window(s) {[k + 1 for k in redo]} alone fit the other better and were replayed again with it"
+    return note
 
 
 def _windows_frame(parts, overrides) -> pd.DataFrame:
@@ -305,6 +341,7 @@ def _compare(trace, overrides, step) -> Compared:
         hidden=hidden, unknown=unknown, races=races, deferrable=_deferrable(trace, script, res),
         hrtimers=hrtimer_expiries(trace, script, res), wakeups=wakeup_counts(trace, res, idle_cpus), absent=absent,
         per_cpu=_per_cpu(ev, sim_ev, cfg, idle_cpus), result=res, events=len(ev),
+        jiffies=("kernel" if script.jiffies_duty else "grid", *script.jiffies_fit),
         handovers=_handover_rows(trace, res, cfg.start_ns + script.clock_offset_ns, sim_ev))
     if len(ev):
         part.span_ns = (int(ev["ts_ns"].min()), int(ev["ts_ns"].max()))

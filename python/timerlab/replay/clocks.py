@@ -78,7 +78,8 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     and when a CPU whose tick is stopped leaves idle). ``holder``: the CPU
     holding the duty when the trace begins (None: nobody); ``handovers``, a
     list, receives (ts, line, cpu, new holder or None) at each change;
-    ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+)."""
+    ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+).
+    ``observations``: how many recorded jiffies the fractions are of."""
     return _fit(_fit_rows(ev, offset, j0, tick_ns), holder, handovers, stall_check)
 
 
@@ -160,7 +161,8 @@ def _fit(rows, holder, handovers, stall_check) -> dict:
             ok_kernel += o == jif
             if o > jif:
                 jif = o
-    return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0}
+    return {"grid": ok_grid / total if total else 1.0, "kernel": ok_kernel / total if total else 0.0,
+            "observations": total}
 
 
 def tick_events(ev):
@@ -204,12 +206,21 @@ def tick_wakeups(ev, tick_ns, offset=None):
     tick's work — its timer softirq takes the duty's event, and the
     jiffies-update duty's holder advances jiffies there, which other CPUs'
     tick decisions read (tick_nohz_next_event's basej)."""
-    return list(zip(*(c.tolist() for c in tick_wakeup_columns(ev, tick_ns, offset))))
+    return list(zip(*(c.tolist() for c in tick_wakeup_columns(ev, tick_ns, offset)[:6])))
 
 
 def tick_wakeup_columns(ev, tick_ns, offset=None) -> tuple:
     """tick_wakeups as NumPy columns (programmed_ns and delay_ns uint64):
-    the replay's script takes them whole, without a tuple per tick."""
+    the replay's script takes them whole, without a tuple per tick; and a
+    seventh, ``running``: the hrtimer_start that armed the tick is in the
+    trace and is a running tick's (it programmed the next grid point, at
+    most a tick after it ran: tick_sched_timer forwarding the tick, not
+    tick_nohz_stop_tick putting it off), and the CPU ran tasks from before
+    that grid point until the tick (its idle task logs nothing in between):
+    only idle stops the tick, and a stop the trace does not show would leave
+    the same arm behind. Such a tick a period or more late was held up (a
+    descheduled vCPU), even on a CPU that logs no cpu_idle.
+    Needs ``offset`` (else all False)."""
     tick = event_in(ev, ("hrtimer_start", "hrtimer_expire_entry")) & function_in(ev, TICK_FUNCTIONS)
     stop = is_tick_stop(ev)
     left = is_idle_loop_exit(ev)
@@ -241,11 +252,19 @@ def tick_wakeup_columns(ev, tick_ns, offset=None) -> tuple:
     programmed = armed & (g <= now) & (was_stopped | (g % tick == 0))
     g, was_stopped = np.where(programmed, g, now // tick * tick), was_stopped & programmed
     ran = now
+    running = np.zeros(len(expiry), dtype=bool)
     if offset is not None:
-        handler = sel["ts_ns"].to_numpy()[expiry] - offset
+        ts = sel["ts_ns"].to_numpy()
+        handler = ts[expiry] - offset
         later = (handler >= 0) & (handler.astype(np.uint64) > now)
         ran = np.where(later, handler.astype(np.uint64), now)
-    return g, ran - g, cpu[expiry], sel["line"].to_numpy()[expiry], was_stopped, from_idle[expiry]
+        armed_at = ts[np.maximum(s, 0)] - offset  # monotonic ns of the hrtimer_start
+        # The idle task's last event on the CPU, at or before each tick (the tick's own, if it interrupted idle).
+        all_ts = ev["ts_ns"].to_numpy()
+        idle_seen = latest_on_cpu(ev["cpu"].to_numpy(), np.where(ev["pid"].to_numpy() == 0, all_ts, -1))[on[expiry]]
+        running = (programmed & ~was_stopped & (armed_at >= 0) & (g <= armed_at.astype(np.uint64) + tick)
+                   & (idle_seen - offset < g.astype(np.int64)))
+    return g, ran - g, cpu[expiry], sel["line"].to_numpy()[expiry], was_stopped, from_idle[expiry], running
 
 
 def programmed_by(cpu: np.ndarray, timer: pd.Series, arm: np.ndarray, expiry: np.ndarray) -> np.ndarray:

@@ -79,6 +79,8 @@ class Script:
     source: str = ""
     notes: tuple = field(default=())
     jiffies_duty: bool = False
+    # (kernel, grid, observations): how often each jiffies model gave the recorded jiffies (clocks.jiffies_fit)
+    jiffies_fit: tuple = ()
     # Per CPU: quantiles (ns) of how late the trace's stopped ticks woke it
     # (wake_latency.py), for the simulated wakeups the kernel did not have.
     wake_stopped: tuple = ()
@@ -159,6 +161,13 @@ def to_workload(trace, *, hz: int | None = None, tick: str = "simulated", jiffie
     script = build_script(trace, hz=hz, tick=tick, jiffies=jiffies, rcu_needs_cpu=rcu_needs_cpu, hrtimers=hrtimers,
                           hrtimer_wakeups=hrtimer_wakeups)
     return Workload((Component("script", CpuSelection(), {"script": script}),))
+
+
+def jiffies_note(model: str, fit: dict) -> str:
+    """The note saying which jiffies model a replay chose and how well each fits (jiffies_fit)."""
+    other = "grid" if model == "kernel" else "kernel"
+    return (f"jiffies={model!r}: it gives the kernel's recorded jiffies at {100 * fit[model]:.1f} % of the timer "
+            f"events (the other model: {100 * fit[other]:.1f} %)")
 
 
 def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto",
@@ -315,8 +324,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                       stall_check=stall_check)
     if jiffies == "auto":
         jiffies = "kernel" if fit["kernel"] > fit["grid"] else "grid"
-        notes.append(f"jiffies={jiffies!r}: it gives the kernel's recorded jiffies at {100 * fit[jiffies]:.1f} % of "
-                     f"the timer events (the other model: {100 * min(fit.values()):.1f} %)")
+        notes.append(jiffies_note(jiffies, fit))
     if jiffies == "kernel":
         if duty_cpu >= 0:  # the holder at the start: an item there, before any tick
             handovers.insert(0, (start_ns + offset, 0, duty_cpu, duty_cpu))
@@ -327,13 +335,13 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     # and each stopped tick's wakeup (flags 1: a simulated stopped tick
     # programmed for the same time comes as late; the others draw from the
     # CPU's traced lateness, wake_stopped).
-    g, d, cpu, line, stopped, from_idle = tick_wakeup_columns(run, tick_ns, offset)
+    g, d, cpu, line, stopped, from_idle, running = tick_wakeup_columns(run, tick_ns, offset)
     g, d = g.astype(np.int64), d.astype(np.int64)  # monotonic ns: within int64
     due = g + d >= start_ns
     # Each set just before the tick it delays (perhaps before the start). On a CPU that logs no cpu_idle,
     # a tick a period or more late may as well be a stopped tick's wakeup (its stops do not show): not a
-    # stall to replay.
-    on = ((d < tick_ns) | np.isin(cpu, list(idle_cpus))) & due
+    # stall to replay, unless the CPU ran tasks all the while (running: a busy vCPU held up by its host).
+    on = ((d < tick_ns) | np.isin(cpu, list(idle_cpus)) | running) & due
     parts.append(_items(g[on] - 1 + offset, line[on], cpu[on], OP_DELAY, flags=np.where(stopped[on], WAKE_STOPPED, 0),
                         duration=d[on]))
     # How long each clock wakeup of an idle CPU kept it awake (softirqs included), beside its lateness: the
@@ -408,6 +416,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                   initial_busy=tuple(initial_busy), initial_tick=tuple(initial_tick), nr_cpus=nr_cpus, hz=hz, initial_jiffies=j0,
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
                   notes=tuple(notes), jiffies_duty=jiffies == "kernel", wake_stopped=wake_stopped,
+                  jiffies_fit=(fit["kernel"], fit["grid"], fit["observations"]),
                   hrtimer_pointers=np.array(hr_pointers, dtype=np.uint64))
 
 
