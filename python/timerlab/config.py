@@ -68,8 +68,10 @@ class Config:
     them), "global_nowake" (global, but a fully idle system never wakes for
     them — no kernel has it). Pinned deferrable timers stay local.
     ``rcu_needs_cpu`` (default True): a CPU that switched away from a task
-    keeps its tick at idle entries until its next tick has run, as every
-    real trace here shows at 99.8-100 % of such entries. The kernel keeps
+    keeps its tick at idle entries until its next tick has run, as the real
+    text traces here show at 99.8-100 % of such entries (not cyclictest's:
+    its sleeps queue no callbacks, and the kernel stopped the tick at 91 %
+    of them; a replay's Config takes the trace's, replay.script.rcu_keeps_tick). The kernel keeps
     the tick when tick_nohz_next_event finds the CPU needed — RCU callbacks
     queued (rcu_needs_cpu, the likeliest here), irq_work or a pending timer
     softirq; the traces do not say which, so the model is empirical. Ticks

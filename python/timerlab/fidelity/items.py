@@ -47,6 +47,7 @@ class Compared:
     result: object = None
     events: int = 0
     jiffies: tuple = ()            # (the jiffies model replayed, *Script.jiffies_fit)
+    rcu: tuple = ()                # (the tick model replayed: rcu_needs_cpu, *Script.after_tasks)
     span_ns: tuple = (None, None)  # the window's first and last timestamp
 
 

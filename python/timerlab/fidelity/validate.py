@@ -14,7 +14,7 @@ from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_e
 from ..replay.arms import PLACE_NAMES
 from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
-from ..replay.script import jiffies_note
+from ..replay.script import jiffies_note, rcu_keeps_tick, rcu_note
 from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import node_of_cpu
 from ..trace.rows import event_in, event_rows, select_events
@@ -174,7 +174,7 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
         windows = windows_of(trace, window_events)
         told = _teller(progress, len(windows))
         first = narrowed(windows[0].load())
-        jiffies_note = None
+        model_notes = []
         if len(windows) == 1:
             parts = [_compare(first, overrides, told(0))]
         else:
@@ -185,13 +185,11 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
             def compare(only, fixed):
                 return _compare_windows(pool, windows, only, {**overrides, **fixed}, {**machine, **fixed}, told, first)
             parts = compare(range(len(windows)), {})
-            if overrides.get("jiffies", "auto") == "auto":
-                jiffies_note = _one_jiffies_model(parts, compare)
+            model_notes = _whole_trace_models(parts, overrides, compare)
     items, notes, per_cpu, x = build(parts, overrides)
     windows_frame = None
     if len(parts) > 1:
-        if jiffies_note:
-            notes.append(jiffies_note)
+        notes += model_notes
         notes.append(f"replayed in {len(parts)} windows of about {check_window_events(window_events):,} events "
                      "(report.windows): each window's replay starts afresh, leaving out the timers armed before it")
         windows_frame = _windows_frame(parts, overrides)
@@ -264,29 +262,38 @@ def _compare_windows(pool, windows, only, overrides, machine, told, first=None) 
                     overrides if k == 0 else machine, told(k), keep_config=k == 0) for k in only]
 
 
-def _one_jiffies_model(parts, compare) -> str:
-    """Every window replayed with the jiffies model of the whole trace (the
-    one that gives the kernel's recorded jiffies most often over all
-    windows, as a replay of the whole would choose it): a window alone may
-    prefer the other when the two are close, and one window's jiffies
-    would then drift from the next one's. Those windows are compared again
-    (``compare(positions, options)``, in place in ``parts``); the windows'
-    own notes of their choice give way to the returned note."""
-    n = sum(c.jiffies[3] for c in parts)
-    kernel = sum(round(c.jiffies[1] * c.jiffies[3]) for c in parts)
-    grid = sum(round(c.jiffies[2] * c.jiffies[3]) for c in parts)
-    model = "kernel" if kernel > grid else "grid"
-    redo = [k for k, c in enumerate(parts) if c.jiffies[0] != model]
-    if redo:
-        for k, c in zip(redo, compare(redo, {"jiffies": model})):
-            parts[k] = c
+def _whole_trace_models(parts, overrides, compare) -> list:
+    """Every window replayed with the models a replay of the whole trace
+    would choose from it (those the caller left to "auto"): the jiffies
+    model that gives the kernel's recorded jiffies most often over all
+    windows, and the tick model (rcu_needs_cpu) of the tick decisions after
+    tasks in all windows. A window alone may choose otherwise where the
+    evidence is close or thin, and its jiffies or ticks would then part
+    from its neighbours'. Those windows are compared again (``compare(
+    positions, options)``, in place in ``parts``); the windows' own notes of
+    their choice give way to the returned notes."""
+    fixed, notes = {}, []
+    if overrides.get("jiffies", "auto") == "auto":
+        n = max(sum(c.jiffies[3] for c in parts), 1)
+        fit = {m: sum(round(c.jiffies[k] * c.jiffies[3]) for c in parts) / n for k, m in ((1, "kernel"), (2, "grid"))}
+        fixed["jiffies"] = "kernel" if fit["kernel"] > fit["grid"] else "grid"
+        notes.append(jiffies_note(fixed["jiffies"], fit) + ", over all windows")
+    if overrides.get("rcu_needs_cpu", "auto") == "auto":
+        kept, stopped = (sum(c.rcu[k] for c in parts) for k in (1, 2))
+        fixed["rcu_needs_cpu"] = rcu_keeps_tick(kept, stopped)
+        if not fixed["rcu_needs_cpu"]:
+            notes.append(rcu_note(kept, stopped) + ", over all windows")
+    chose = {"jiffies": lambda c: c.jiffies[0], "rcu_needs_cpu": lambda c: c.rcu[0]}
+    redo = [k for k, c in enumerate(parts) if any(chose[o](c) != v for o, v in fixed.items())]
     for c in parts:
-        own = jiffies_note(c.jiffies[0], {"kernel": c.jiffies[1], "grid": c.jiffies[2]})
-        c.notes = [note for note in c.notes if note != own]
-    note = jiffies_note(model, {"kernel": kernel / max(n, 1), "grid": grid / max(n, 1)}) + ", over all windows"
+        c.notes = [note for note in c.notes if note not in (jiffies_note(c.jiffies[0], dict(
+            kernel=c.jiffies[1], grid=c.jiffies[2])), rcu_note(*c.rcu[1:]))]
     if redo:
-        note += f"; window(s) {[k + 1 for k in redo]} alone fit the other better and were replayed again with it"
-    return note
+        for k, c in zip(redo, compare(redo, fixed)):
+            parts[k] = c
+        notes.append(f"window(s) {[k + 1 for k in redo]} alone chose otherwise, and were replayed again with "
+                     f"the whole trace's {', '.join(f'{o}={v!r}' for o, v in fixed.items())}")
+    return notes
 
 
 def _windows_frame(parts, overrides) -> pd.DataFrame:
@@ -342,6 +349,7 @@ def _compare(trace, overrides, step) -> Compared:
         hrtimers=hrtimer_expiries(trace, script, res), wakeups=wakeup_counts(trace, res, idle_cpus), absent=absent,
         per_cpu=_per_cpu(ev, sim_ev, cfg, idle_cpus), result=res, events=len(ev),
         jiffies=("kernel" if script.jiffies_duty else "grid", *script.jiffies_fit),
+        rcu=(script.rcu_needs_cpu, *script.after_tasks),
         handovers=_handover_rows(trace, res, cfg.start_ns + script.clock_offset_ns, sim_ev))
     if len(ev):
         part.span_ns = (int(ev["ts_ns"].min()), int(ev["ts_ns"].max()))

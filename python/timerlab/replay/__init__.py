@@ -29,7 +29,9 @@ What is replayed (the script) and what is simulated:
   and its run moves with it (engine_replay.cpp). The idle loop itself
   (idle entries, governor, tick stop) is the simulation's (with its tick
   model, ``Config(rcu_needs_cpu=True)``: the tick kept from a task
-  switching out to the CPU's next tick) — unless ``tick="kept"``, which
+  switching out to the CPU's next tick, where the trace shows the kernel
+  keeping it there — not on cyclictest's, whose sleeps queue no RCU
+  callbacks: rcu_needs_cpu="auto") — unless ``tick="kept"``, which
   keeps the tick at the idle entries where the kernel kept it for reasons
   no trace records and the tick model does not cover (RCU callbacks waiting
   for a grace period, irq_work: entries after the CPU's first tick since a

@@ -24,7 +24,8 @@ def to_config(trace, **overrides) -> Config:
     governor="none"), else idle states "vm" with the menu governor; its
     wake latency (each CPU's traced stopped-tick lateness, for the wakeups
     the kernel did not have; the traced ones are imposed). Any
-    option can be overridden;
+    option can be overridden; ``rcu_needs_cpu`` (default "auto") is the
+    trace's (script.rcu_keeps_tick) unless given;
     ``tick=``, ``jiffies=``, ``hrtimers=`` and ``hrtimer_wakeups=`` are those of :func:`to_workload`."""
     hz = overrides.get("hz")
     tick = overrides.pop("tick", "simulated")
@@ -32,13 +33,13 @@ def to_config(trace, **overrides) -> Config:
     hrtimers = overrides.pop("hrtimers", True)
     hrtimer_wakeups = overrides.pop("hrtimer_wakeups", "trace")
     workload = overrides.pop("workload", None) or to_workload(
-        trace, hz=hz, tick=tick, jiffies=jiffies, rcu_needs_cpu=overrides.get("rcu_needs_cpu", True),
+        trace, hz=hz, tick=tick, jiffies=jiffies, rcu_needs_cpu=overrides.get("rcu_needs_cpu", "auto"),
         hrtimers=hrtimers, hrtimer_wakeups=hrtimer_wakeups)
     s = script_of(workload)
     nodes = node_of_cpu(trace.events, s.nr_cpus)
     # The trace's own idle only when the caller sets neither part of it.
     idle = "none" if not {"idle_states", "governor"} & set(overrides) and default_idle(trace.events) else "vm"
-    args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=trace.kernel, idle_states=idle,
+    args = dict(cpus=s.nr_cpus, hz=s.hz, kernel=trace.kernel, idle_states=idle, rcu_needs_cpu=s.rcu_needs_cpu,
                 governor="none" if idle == "none" else "menu",
                 start_ns=s.start_ns, duration_ns=max(1, s.end_ns - s.start_ns + 1), workload=workload,
                 # The ticks' lateness is the trace's (tick_delay items); a stopped tick the
@@ -53,4 +54,6 @@ def to_config(trace, **overrides) -> Config:
     if {"cpus", "nodes", "layout", "topology"} & set(overrides):
         args.pop("node_of_cpu", None)
     args.update(overrides)
+    if args["rcu_needs_cpu"] == "auto":
+        args["rcu_needs_cpu"] = s.rcu_needs_cpu  # as the script was built: the trace's
     return Config(**args)
