@@ -121,10 +121,11 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     keep it); every tick stop, every idle state, timer, wakeup and the
     hierarchy stay the simulation's — including the engine's tick model
     (``Config(rcu_needs_cpu=True)``: the tick kept from a task switching out
-    to the CPU's next tick), which can also keep the tick where the kernel
-    stopped it. ``tick="simulated"`` decides every tick itself, with that
-    model; ``tick="trace"`` imposes every tick decision (then ``tick_stops``
-    is no measure).
+    to the CPU's next tick; "auto", the default, turns it off for a trace
+    whose kernel mostly stopped the tick there, as cyclictest's), which can
+    also keep the tick where the kernel stopped it. ``tick="simulated"``
+    decides every tick itself, with that model; ``tick="trace"`` imposes
+    every tick decision (then ``tick_stops`` is no measure).
 
     ``report.per_cpu`` counts leave out each CPU's idle period in progress at
     the start (its entry and tick stop precede the trace); the result's own
@@ -139,7 +140,9 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     replayed in windows of time of about that many events, one at a time, so
     that a trace larger than memory is validated in bounded memory; 0
     replays it whole however large. Each window starts the replay afresh
-    (timers armed before it are left out, as before a trace's start); the
+    (timers armed before it are left out, as before a trace's start), with
+    the jiffies and tick models (``jiffies``, ``rcu_needs_cpu``, when left to
+    "auto") that the whole trace's evidence chooses; the
     items are those of every window's comparisons together, and
     ``report.windows`` has each window's span and agreements. A report of
     several windows keeps no simulation (``report.result`` is None: one per
