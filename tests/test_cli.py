@@ -73,6 +73,7 @@ def test_validate_prints_the_report_with_the_chosen_tick_model(capsys):
     assert all("expiring_cpu" in out for out in reports.values())
     expected = tl.validate(tl.read_ftrace(trace), tick="simulated", rcu_needs_cpu=False)
     assert reports[True] == str(expected) + "\n" and reports[True] != reports[False]
+    assert reports[False] == str(tl.validate(tl.read_ftrace(trace), tick="simulated")) + "\n"  # auto: the trace's
 
 
 def test_run_writes_the_tables_of_the_configured_run(config_file, tmp_path, capsys):

@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
                         "all simulated, or all imposed")
     v.add_argument("--no-rcu-tick", action="store_true",
                    help="timers alone decide when the tick stops (Config rcu_needs_cpu=False): no tick kept "
-                        "from a task switching out to the CPU's next tick")
+                        "from a task switching out to the CPU's next tick (default: kept unless the trace's "
+                        "kernel mostly stopped it there)")
     v.add_argument("--window-events", type=int, default=None, metavar="N",
                    help="replay a trace of more than N events in windows of time of about N events, one at a "
                         "time, in bounded memory (default 1000000; 0: whole, however large)")
