@@ -220,6 +220,21 @@ def test_a_large_plain_text_is_read_a_window_at_a_time(tmp_path, monkeypatch, mi
         assert a.agreement is None or abs(a.agreement - b.agreement) < 0.03, a.name
 
 
+def test_events_the_ring_buffer_lost_are_said(tmp_path, monkeypatch):
+    """A ring buffer that overflowed: 40 event lines of the fsync trace cut out, a tracefs marker in
+    their place. validate says so, whole and read window by window (each range counts its own)."""
+    lines = lzma.decompress((TRACE_DIR / "vm2-fsync-sleep-hz250.trace.txt.xz").read_bytes()).splitlines(True)
+    at = len(lines) // 2
+    text = tmp_path / "lossy.trace.txt"
+    text.write_bytes(b"".join(lines[:at] + [b"CPU:1 [LOST 40 EVENTS]\n"] + lines[at + 40:]))
+    said = "the ring buffer lost 40 events"
+    assert any(n.startswith(said) for n in tl.validate(text).notes)
+    monkeypatch.setattr(windows, "WHOLE_TEXT_BYTES", 1 << 20)
+    rep = tl.validate(text, window_events=20_000)
+    assert len(rep.windows) == 3 and any(n.startswith(said) for n in rep.notes)
+    assert not any("ring buffer lost" in n for n in tl.validate(TRACE_DIR / "vm2-idle-hz250.trace.txt.xz").notes)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_malformed_line_in_a_range_names_the_line_of_the_file(tmp_path, monkeypatch, workers):
     text = tmp_path / MIXED16.stem

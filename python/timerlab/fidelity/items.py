@@ -48,6 +48,7 @@ class Compared:
     events: int = 0
     jiffies: tuple = ()            # (the jiffies model replayed, *Script.jiffies_fit)
     rcu: tuple = ()                # (the tick model replayed: rcu_needs_cpu, *Script.after_tasks)
+    lost: int = 0                  # events the ring buffer lost in the window (Trace.lost_events)
     span_ns: tuple = (None, None)  # the window's first and last timestamp
 
 
