@@ -61,7 +61,7 @@ def test_every_record_equals_trace_cmd_report(pairs, version):
     assert len(a) > 70_000
     pd.testing.assert_series_equal(dat.event_counts(), text.event_counts())
     assert list(a.columns) == list(b.columns)
-    assert (dat.nr_cpus, dat.lost_events) == (text.nr_cpus, text.lost_events)
+    assert (dat.nr_cpus, dat.lost_events, dat.loss_markers) == (text.nr_cpus, text.lost_events, text.loss_markers)
     # The text's line numbers count report's `cpus=` line; the .dat's, records.
     np.testing.assert_array_equal(a["line"].to_numpy() + 1, b["line"].to_numpy())
     for col in a.columns.drop(["line", "flags"]):

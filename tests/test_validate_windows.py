@@ -221,17 +221,21 @@ def test_a_large_plain_text_is_read_a_window_at_a_time(tmp_path, monkeypatch, mi
 
 
 def test_events_the_ring_buffer_lost_are_said(tmp_path, monkeypatch):
-    """A ring buffer that overflowed: 40 event lines of the fsync trace cut out, a tracefs marker in
-    their place. validate says so, whole and read window by window (each range counts its own)."""
+    """A ring buffer that overflowed twice: 40 and 10 event lines of the fsync trace cut out, a marker in
+    their place (the second of a loss of unknown size). validate says so, whole and read window by
+    window (each range counts its own)."""
     lines = lzma.decompress((TRACE_DIR / "vm2-fsync-sleep-hz250.trace.txt.xz").read_bytes()).splitlines(True)
     at = len(lines) // 2
     text = tmp_path / "lossy.trace.txt"
-    text.write_bytes(b"".join(lines[:at] + [b"CPU:1 [LOST 40 EVENTS]\n"] + lines[at + 40:]))
-    said = "the ring buffer lost 40 events"
+    text.write_bytes(b"".join(lines[:at] + [b"CPU:1 [LOST 40 EVENTS]\n"] + lines[at + 40:at + 9000]
+                              + [b"CPU:0 [EVENTS DROPPED]\n"] + lines[at + 9010:]))
+    said = "the ring buffer lost events at 2 point(s) of the trace (40 counted"
     assert any(n.startswith(said) for n in tl.validate(text).notes)
     monkeypatch.setattr(windows, "WHOLE_TEXT_BYTES", 1 << 20)
     rep = tl.validate(text, window_events=20_000)
     assert len(rep.windows) == 3 and any(n.startswith(said) for n in rep.notes)
+    stored = tl.read_ftrace(convert(text, tmp_path / "lossy.parquet"))
+    assert (stored.lost_events, stored.loss_markers) == (40, 2)  # kept in the store's metadata
     assert not any("ring buffer lost" in n for n in tl.validate(TRACE_DIR / "vm2-idle-hz250.trace.txt.xz").notes)
 
 

@@ -129,7 +129,8 @@ void register_ftrace(py::module_& m) {
       .def_property_readonly("rows", &FtraceParser::rows)
       .def_property_readonly("nr_cpus", &FtraceParser::nr_cpus)
       .def_property_readonly("trace_cmd_header", &FtraceParser::trace_cmd_header)
-      .def_property_readonly("lost_events", &FtraceParser::lost_events);
+      .def_property_readonly("lost_events", &FtraceParser::lost_events)
+      .def_property_readonly("loss_markers", &FtraceParser::loss_markers);
 }
 
 }  // namespace timerlab::bindings

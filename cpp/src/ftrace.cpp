@@ -296,6 +296,7 @@ bool FtraceParser::header_line(std::string_view line) {
       return false;
     }
     if (lost > 0 && lost_events_ <= INT64_MAX - lost) lost_events_ += lost;
+    if (what != "SUBBUFFER START") ++loss_markers_;
     return true;
   }
   return false;
@@ -737,10 +738,11 @@ std::size_t FtraceParser::event_code_of(std::string_view event) {
   return code;
 }
 
-void FtraceParser::set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events) {
+void FtraceParser::set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events, std::int64_t loss_markers) {
   header_nr_cpus_ = nr_cpus;
   trace_cmd_header_ = true;
   lost_events_ += lost_events;
+  loss_markers_ += loss_markers;
 }
 
 void FtraceParser::add_framed(const Framed& f) {

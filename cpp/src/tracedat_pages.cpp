@@ -89,6 +89,13 @@ class CpuPages {
       ts_ += delta;
       record_ = data_.substr(data_at, len);
       record_offset_ = at;
+      // trace-cmd report prints a page's loss before its first record: a
+      // page without records shows none.
+      if (page_missed_) {
+        ++markers_;
+        lost_ += page_lost_;
+        page_missed_ = false;
+      }
       return true;
     }
   }
@@ -97,6 +104,7 @@ class CpuPages {
   std::string_view record() const { return record_; }
   std::int32_t cpu() const { return cpu_; }
   std::int64_t lost() const { return lost_; }
+  std::int64_t markers() const { return markers_; }
   [[noreturn]] void fail(std::size_t pos, const std::string& why) const {
     std::string msg = why;
     std::uint64_t off = file_offset_ + pos;
@@ -144,9 +152,11 @@ class CpuPages {
     }
     pos_ = page_ + dat_.data_offset_;
     end_ = pos_ + size;
+    page_missed_ = (commit & kMissedEvents) != 0;
+    page_lost_ = 0;
     if ((commit & kMissedEvents) && (commit & kMissedStored)) {
       if (size + dat_.layout_.long_size > room) fail(page_, "lost-event count beyond the page");
-      lost_ += static_cast<std::int64_t>(num(end_, static_cast<int>(dat_.layout_.long_size)) & INT32_MAX);
+      page_lost_ = static_cast<std::int64_t>(num(end_, static_cast<int>(dat_.layout_.long_size)) & INT32_MAX);
     }
     return true;
   }
@@ -163,7 +173,9 @@ class CpuPages {
   std::size_t page_ = 0, pos_ = 0, end_ = 0, record_offset_ = 0;
   std::uint64_t page_ts_ = 0, ts_ = 0;
   std::string_view record_;
-  std::int64_t lost_ = 0;
+  std::int64_t lost_ = 0, markers_ = 0;
+  bool page_missed_ = false;  // the page's loss is not counted yet
+  std::int64_t page_lost_ = 0;
 };
 
 std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direct) {
@@ -240,9 +252,12 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direc
     }
     live[static_cast<std::size_t>(best)] = p.next();
   }
-  std::int64_t lost = 0;
-  for (const auto& c : cpus) lost += c->lost();
-  out.set_binary_header(std::max(nr_cpus_, max_cpu + 1), lost);
+  std::int64_t lost = 0, markers = 0;
+  for (const auto& c : cpus) {
+    lost += c->lost();
+    markers += c->markers();
+  }
+  out.set_binary_header(std::max(nr_cpus_, max_cpu + 1), lost, markers);
   return n;
 }
 

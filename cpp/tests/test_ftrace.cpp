@@ -327,6 +327,7 @@ TEST(FtraceHeader, CpusAndLostEvents) {
   EXPECT_EQ(p.error_line(), 0) << p.error_reason();
   EXPECT_EQ(p.nr_cpus(), 16);
   EXPECT_EQ(p.lost_events(), 19);
+  EXPECT_EQ(p.loss_markers(), 3);  // the buffer-started line is no loss
   EXPECT_EQ(p.lines(), 10);
 
   FtraceParser q;

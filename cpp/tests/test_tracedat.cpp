@@ -18,7 +18,7 @@ namespace {
 
 struct Read {
   FtraceTable table;
-  std::int64_t lost = 0;
+  std::int64_t lost = 0, markers = 0;
   std::int32_t nr_cpus = 0;
   std::vector<std::string> payloads;
 };
@@ -31,6 +31,7 @@ Read read(const std::string& file) {
   EXPECT_EQ(p.error_line(), 0) << p.error_reason();
   Read r;
   r.lost = p.lost_events();
+  r.markers = p.loss_markers();
   r.nr_cpus = p.nr_cpus();
   r.table = p.take();
   std::size_t begin = 0;
@@ -86,7 +87,18 @@ TEST(TraceDat, LostEventCountsAddUp) {
   const std::string rec = test_record(1, 0, "x", 0);
   const Read r = read(one_cpu({Page(1).event(0, rec).lost(7).build(), Page(9).event(0, rec).lost(5).build()}));
   EXPECT_EQ(r.lost, 12);
+  EXPECT_EQ(r.markers, 2);
   EXPECT_EQ(r.table.ts_ns.size(), 2u);
+}
+
+TEST(TraceDat, LossesAreCountedWhereTraceCmdPrintsThem) {
+  // trace-cmd report prints a page's loss before its first record: "[n EVENTS DROPPED]", or "[EVENTS
+  // DROPPED]" when the page does not store the count; a page without records prints none.
+  const std::string rec = test_record(1, 0, "x", 0);
+  const Read r = read(one_cpu({Page(1).event(0, rec).missed().build(), Page(5).lost(9).build(),
+                               Page(9).event(0, rec).lost(5).build()}));
+  EXPECT_EQ(r.lost, 5);
+  EXPECT_EQ(r.markers, 2);
 }
 
 TEST(TraceDat, StarWidthsAndStringSpecsPrintAsPrintf) {

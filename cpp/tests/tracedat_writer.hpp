@@ -168,11 +168,17 @@ class Page {
     lost_ = n;
     return *this;
   }
+  // Events lost before the page, how many not stored (RB_MISSED_EVENTS alone).
+  Page& missed() {
+    missed_ = true;
+    return *this;
+  }
   std::string build(std::uint32_t page_size = 4096) const {
     std::string p;
     put(p, ts_, 8);
     std::uint64_t commit = data_.size();
     if (lost_) commit |= (1ull << 31) | (1ull << 30);
+    if (missed_) commit |= 1ull << 31;
     put(p, commit, 8);
     p += data_;
     if (lost_) put(p, lost_, 8);
@@ -184,6 +190,7 @@ class Page {
   std::uint64_t ts_;
   std::string data_;
   std::uint64_t lost_ = 0;
+  bool missed_ = false;
 };
 
 inline const char* const kHeaderPage =

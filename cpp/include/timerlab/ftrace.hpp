@@ -57,7 +57,8 @@
 // Non-event lines: blank lines and `#` comments (tracefs header; `#P:16`
 // gives the CPU count), and trace-cmd's `cpus=16`, `version = 6`,
 // `CPU 3 is empty`, and ring-buffer markers `CPU:3 [LOST 12 EVENTS]`,
-// `CPU:3 [12 EVENTS DROPPED]` (counted in lost_events()). Any other line that
+// `CPU:3 [12 EVENTS DROPPED]` (counted in lost_events(), and each marker,
+// `[EVENTS DROPPED]` without a count too, in loss_markers()). Any other line that
 // does not frame is malformed.
 //
 // Errors. A malformed line (does not frame; a value that does not parse as
@@ -259,6 +260,9 @@ class FtraceParser {
   std::int32_t nr_cpus() const;
   // Sum of the counts in `CPU:N [LOST n EVENTS]` / `[n EVENTS DROPPED]`.
   std::int64_t lost_events() const { return lost_events_; }
+  // How many such markers, `[EVENTS DROPPED]` (a loss of unknown size)
+  // included: the points where the ring buffer lost events.
+  std::int64_t loss_markers() const { return loss_markers_; }
   // Whether the text began with trace-cmd report's header (cpus=, version =).
   bool trace_cmd_header() const { return trace_cmd_header_; }
 
@@ -272,8 +276,9 @@ class FtraceParser {
   void add_record(std::int64_t record, std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid,
                   std::string_view task, std::string_view event, std::string_view payload);
   // What a binary trace's header says: the CPU count (as `cpus=` would) and
-  // events the ring buffer lost (as `[LOST n EVENTS]` lines would).
-  void set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events);
+  // events the ring buffer lost (as `[LOST n EVENTS]` lines would), at
+  // how many points (as many markers).
+  void set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events, std::int64_t loss_markers = 0);
 
   // One payload field of a row, as parsed (or decoded) before it is added.
   struct Staged {
@@ -389,6 +394,7 @@ class FtraceParser {
   bool trace_cmd_header_ = false;
   std::int32_t max_cpu_ = -1;
   std::int64_t lost_events_ = 0;
+  std::int64_t loss_markers_ = 0;
   std::int64_t error_line_ = 0;
   std::string error_reason_;
   std::int64_t skipped_lines_ = 0;

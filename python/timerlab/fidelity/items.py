@@ -48,7 +48,7 @@ class Compared:
     events: int = 0
     jiffies: tuple = ()            # (the jiffies model replayed, *Script.jiffies_fit)
     rcu: tuple = ()                # (the tick model replayed: rcu_needs_cpu, *Script.after_tasks)
-    lost: int = 0                  # events the ring buffer lost in the window (Trace.lost_events)
+    losses: tuple = (0, 0)         # the ring buffer's in the window: (Trace.lost_events, Trace.loss_markers)
     span_ns: tuple = (None, None)  # the window's first and last timestamp
 
 

@@ -191,11 +191,13 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
             model_notes = _whole_trace_models(parts, overrides, compare)
     items, notes, per_cpu, x = build(parts, overrides)
     # A text read window by window counts its losses window by window; a trace or a store knows its own.
-    lost = trace.lost_events if hasattr(trace, "lost_events") else sum(c.lost for c in parts)
-    if lost:
-        notes.append(f"the ring buffer lost {lost:,} events (the trace's [LOST n EVENTS] / [n EVENTS DROPPED] "
-                     "markers): the replay lacks what they held — arms, expiries, idle periods — and its state "
-                     "after a loss may part from the kernel's, so agreement there suffers")
+    lost, points = ((trace.lost_events, trace.loss_markers) if hasattr(trace, "lost_events")
+                    else (sum(c.losses[0] for c in parts), sum(c.losses[1] for c in parts)))
+    if points:
+        notes.append(f"the ring buffer lost events at {points:,} point(s) of the trace ({lost:,} counted: the "
+                     "[LOST n EVENTS] / [n EVENTS DROPPED] markers, [EVENTS DROPPED] does not say how many): the "
+                     "replay lacks what they held — arms, expiries, idle periods — and its state after a loss may "
+                     "part from the kernel's, so agreement there suffers")
     windows_frame = None
     if len(parts) > 1:
         notes += model_notes
@@ -358,7 +360,7 @@ def _compare(trace, overrides, step) -> Compared:
         hrtimers=hrtimer_expiries(trace, script, res), wakeups=wakeup_counts(trace, res, idle_cpus), absent=absent,
         per_cpu=_per_cpu(ev, sim_ev, cfg, idle_cpus), result=res, events=len(ev),
         jiffies=("kernel" if script.jiffies_duty else "grid", *script.jiffies_fit),
-        rcu=(script.rcu_needs_cpu, *script.after_tasks), lost=int(getattr(trace, "lost_events", 0)),
+        rcu=(script.rcu_needs_cpu, *script.after_tasks), losses=(int(getattr(trace, "lost_events", 0)), int(getattr(trace, "loss_markers", 0))),
         handovers=_handover_rows(trace, res, cfg.start_ns + script.clock_offset_ns, sim_ev))
     if len(ev):
         part.span_ns = (int(ev["ts_ns"].min()), int(ev["ts_ns"].max()))

@@ -2,7 +2,7 @@
 opened from the file's footer in milliseconds, its events read on first use.
 
 ``open_trace(path)`` (or ``read_ftrace(path)`` on a store) gives a
-:class:`StoredTrace`: ``nr_cpus``, ``lost_events``, ``skipped_lines``,
+:class:`StoredTrace`: ``nr_cpus``, ``lost_events``, ``loss_markers``, ``skipped_lines``,
 ``event_counts()``, ``duration_ns`` and ``repr`` come from the metadata;
 ``events`` and ``features`` read the store once, then behave exactly as for
 the text (the same DataFrame, the same feature detection).
@@ -46,6 +46,7 @@ class StoredTrace(Trace):
         self.skipped_lines = int(meta["skipped_lines"])
         self.skipped_examples = list(meta["skipped_examples"])
         self.lost_events = int(meta["lost_events"])
+        self.loss_markers = int(meta.get("loss_markers", 0))  # a store written before it was kept: 0
 
     def _load(self) -> None:
         start_ns, end_ns = self._window

@@ -134,4 +134,5 @@ def read_range(r: TextRange, *, kernel=None):
     cols = parser.take()
     cols["line"] += shift
     return Trace(r.path, _frame(cols), parser.nr_cpus, 0, (), parser.lost_events,
-                 source="trace-cmd report" if parser.trace_cmd_header else "tracefs", kernel=kernel)
+                 source="trace-cmd report" if parser.trace_cmd_header else "tracefs", kernel=kernel,
+                 loss_markers=parser.loss_markers)

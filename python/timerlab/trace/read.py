@@ -73,6 +73,9 @@ class Trace:
         ``"line N: reason"`` for the first few of them.
     lost_events : int
         Events the ring buffer reported lost (``CPU:N [LOST n EVENTS]`` lines).
+    loss_markers : int
+        How many such reports, those of a loss of unknown size
+        (``[EVENTS DROPPED]``) included: the points where events were lost.
     features : Features
         The kernel features the trace shows and what the reader made of them
         (:mod:`timerlab.trace.features`): e.g. ``features.bucket_expiry`` is
@@ -83,7 +86,7 @@ class Trace:
     """
 
     def __init__(self, path, events, nr_cpus, skipped_lines=0, skipped_examples=(), lost_events=0, *,
-                 source="tracefs", kernel=None):
+                 source="tracefs", kernel=None, loss_markers=0):
         self.path = str(path)
         self.features: Features
         self.events, self.features = detect(events, path, source=source, kernel=kernel)
@@ -91,6 +94,7 @@ class Trace:
         self.skipped_lines = int(skipped_lines)
         self.skipped_examples = list(skipped_examples)
         self.lost_events = int(lost_events)
+        self.loss_markers = int(loss_markers)
 
     @property
     def kernel(self) -> str:
@@ -213,7 +217,7 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer:
     parser, skipped, examples = _parse(name, strict, each, stacklevel=3)
     return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples,
                  parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
-                 kernel=kernel)
+                 kernel=kernel, loss_markers=parser.loss_markers)
 
 
 def _parse(name: str, strict: bool, each=None, stacklevel: int = 2):
@@ -253,7 +257,7 @@ def _parse(name: str, strict: bool, each=None, stacklevel: int = 2):
 def _read_dat(name: str, *, strict: bool, kernel, buffer: str) -> Trace:
     parser, skipped, examples = _parse_dat(name, strict, buffer, stacklevel=4)
     return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples, parser.lost_events,
-                 source="trace-cmd report", kernel=kernel)
+                 source="trace-cmd report", kernel=kernel, loss_markers=parser.loss_markers)
 
 
 def _parse_dat(name: str, strict: bool, buffer: str = "", stacklevel: int = 2):

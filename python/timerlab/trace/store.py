@@ -178,6 +178,7 @@ def convert(trace, out, *, strict: bool = True, rows_per_group: int = ROWS_PER_G
             dat = False
         w.write(parser.take())
         w.close({"nr_cpus": int(parser.nr_cpus), "lost_events": int(parser.lost_events),
+                 "loss_markers": int(parser.loss_markers),
                  "skipped_lines": int(skipped), "skipped_examples": list(examples),
                  "source": "trace-cmd report" if dat or parser.trace_cmd_header else "tracefs",
                  "text_path": os.path.abspath(name), "file_bytes": os.path.getsize(name)})
