@@ -160,8 +160,8 @@ def validate(args) -> int:
     with opened(args.trace, args.window_events, read=read_trace, convert=convert_trace) as trace:
         n = len(windows_of(trace, args.window_events))
         with stages(n * len(tl.fidelity.VALIDATE_STAGES), "validate") as step:
-            report = tl.validate(trace, tick=args.tick, rcu_needs_cpu=False if args.no_rcu_tick else "auto", progress=step,
-                                 window_events=args.window_events)
+            report = tl.validate(trace, tick=args.tick, rcu_needs_cpu=False if args.no_rcu_tick else "auto",
+                                 progress=step, window_events=args.window_events)
     print(report)
     if report.windows is not None:
         print(report.windows.to_string(index=False))

@@ -360,7 +360,8 @@ def _compare(trace, overrides, step) -> Compared:
         hrtimers=hrtimer_expiries(trace, script, res), wakeups=wakeup_counts(trace, res, idle_cpus), absent=absent,
         per_cpu=_per_cpu(ev, sim_ev, cfg, idle_cpus), result=res, events=len(ev),
         jiffies=("kernel" if script.jiffies_duty else "grid", *script.jiffies_fit),
-        rcu=(script.rcu_needs_cpu, *script.after_tasks), losses=(int(getattr(trace, "lost_events", 0)), int(getattr(trace, "loss_markers", 0))),
+        rcu=(script.rcu_needs_cpu, *script.after_tasks),
+        losses=(int(getattr(trace, "lost_events", 0)), int(getattr(trace, "loss_markers", 0))),
         handovers=_handover_rows(trace, res, cfg.start_ns + script.clock_offset_ns, sim_ev))
     if len(ev):
         part.span_ns = (int(ev["ts_ns"].min()), int(ev["ts_ns"].max()))

@@ -79,7 +79,8 @@ def jiffies_fit(ev, offset, j0, tick_ns, holder=None, handovers=None, stall_chec
     holding the duty when the trace begins (None: nobody); ``handovers``, a
     list, receives (ts, line, cpu, new holder or None) at each change;
     ``stall_check``: the kernel has tick_sched_do_timer's stall check (5.18+).
-    ``observations``: how many recorded jiffies the fractions are of."""
+    The result's ``observations``: how many recorded jiffies the fractions
+    are of."""
     return _fit(_fit_rows(ev, offset, j0, tick_ns), holder, handovers, stall_check)
 
 

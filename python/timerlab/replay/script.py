@@ -205,7 +205,8 @@ def rcu_note(kept: int, stopped: int) -> str:
 def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto",
                  rcu_needs_cpu="auto", hrtimers: bool = True, hrtimer_wakeups: str = "trace") -> Script:
     """The :class:`Script` of a trace."""
-    if not (isinstance(rcu_needs_cpu, (bool, np.bool_)) or isinstance(rcu_needs_cpu, str) and rcu_needs_cpu == "auto"):
+    if not (isinstance(rcu_needs_cpu, (bool, np.bool_))
+            or isinstance(rcu_needs_cpu, str) and rcu_needs_cpu == "auto"):
         raise ValueError(f"rcu_needs_cpu={rcu_needs_cpu!r}; choose True, False or 'auto'")
     if hrtimer_wakeups not in HRTIMER_WAKEUPS:
         raise ValueError(f"hrtimer_wakeups={hrtimer_wakeups!r}; choose one of {HRTIMER_WAKEUPS}")
