@@ -519,3 +519,20 @@ def test_a_trace_whose_kernel_stops_the_tick_after_its_tasks_is_replayed_without
     assert traces[QEMU16.name].to_config().rcu_needs_cpu is True
     with pytest.raises(ValueError, match="rcu_needs_cpu='sometimes'"):
         traces[QEMU16.name].to_workload(rcu_needs_cpu="sometimes")
+
+
+def test_a_hidden_cpus_kept_ticks_show_without_the_hrtimer_mode(traces):
+    """activity.hidden_tick_policies: an idle period of a CPU that logs no cpu_idle kept its tick when
+    the tick handler re-armed itself; trace-cmd's hrtimer plugin prints no mode=, so where the mode is
+    missing a re-arm is the next grid point within a tick of the CPU's last tick. On the VM's text
+    traces (with mode=) both readings give the same decisions for every idle period of CPU 1 (1754 and
+    2354 periods, 711 and 1153 kept); the laptop trace.dat has no mode, and its kept periods show."""
+    from timerlab.replay.activity import hidden_tick_policies
+
+    for name in ("vm2-idle-hz250.trace.txt.xz", "vm2-fsync-sleep-hz250.trace.txt.xz"):
+        ev = traces[name].events
+        with_mode = hidden_tick_policies(ev, [1], 4_000_000)
+        assert sum(p[2] for p in with_mode) > 500
+        assert hidden_tick_policies(ev.drop(columns="mode"), [1], 4_000_000) == with_mode
+    laptop = tl.read_ftrace(TRACE_DIR / "vm2-cyclictest-laptop.v6.dat.xz")
+    assert "mode" not in laptop.events and sum(p[2] for p in hidden_tick_policies(laptop.events, [1], 4_000_000)) > 20

@@ -430,31 +430,45 @@ def tick_policy_columns(ev, cpus_with_idle, t_start, tick_ns) -> tuple:
     return t_set, cpu, np.where(stopped, 2, 1), np.where(first, line, line[prev]), line
 
 
-def hidden_tick_policies(ev, cpus):
+def hidden_tick_policies(ev, cpus, tick_ns):
     """(t_ts, cpu, policy, line) for CPUs that log no cpu_idle (nor
     tick_stop): each idle period — swapper running, until another task logs
-    an event — with its tick re-armed periodically (the tick handler's own
-    hrtimer_start, mode ABS; a stopped tick is programmed ABS|PINNED|HARD)
-    kept the tick (1); for the others the simulation decides (0). Set just
-    before the period begins."""
+    an event — with its tick re-armed periodically kept the tick (1); for
+    the others the simulation decides (0). Set just before the period
+    begins. A periodic re-arm is the tick handler's own hrtimer_start: mode
+    ABS (a stopped tick is programmed ABS|PINNED|HARD), or, where the trace
+    has no mode (trace-cmd's hrtimer plugin prints none), the next grid
+    point, at most a tick after the CPU's last tick ran (a stopped tick is
+    put off further: tick_nohz_next_event stops it only for more)."""
     sub = rows(ev, ev["cpu"].isin(cpus).to_numpy(), ("event", "cpu", "ts_ns", "line", "pid", "next_pid", "mode",
-                                                      "function"))
+                                                      "function", "expires_ns", "now_ns"))
     event, cpu, ts, line = column(sub, "event"), column(sub, "cpu"), column(sub, "ts_ns"), column(sub, "line")
     pid, next_pid, mode = column(sub, "pid"), column(sub, "next_pid"), column(sub, "mode", "")
-    function = column(sub, "function", "")
-    out, period = [], {}  # CPU -> [t_set, line, periodic tick seen]
+    function, expires, now = column(sub, "function", ""), column(sub, "expires_ns"), column(sub, "now_ns")
+    out, period, last_tick = [], {}, {}  # CPU -> [t_set, line, periodic tick seen]; CPU -> its last tick's now
     for i, e in enumerate(event):
         c = cpu[i]
         p = period.get(c)
+        tick = str(function[i]) in TICK_FUNCTIONS
+        if e == "hrtimer_expire_entry" and tick and now[i] is not None:
+            last_tick[c] = now[i]
         if e == "sched_switch" and next_pid[i] == 0:
             period[c] = [ts[i] - 1, line[i], False]
         elif p is not None and pid[i] not in (None, 0):
             out.append((p[0], c, int(p[2]), p[1]))
             period[c] = None
-        elif p is not None and e == "hrtimer_start" and str(function[i]) in TICK_FUNCTIONS and str(mode[i]) == "ABS":
+        elif p is not None and e == "hrtimer_start" and tick and _periodic(mode[i], expires[i], last_tick.get(c),
+                                                                           tick_ns):
             p[2] = True
     out += [(p[0], c, int(p[2]), p[1]) for c, p in period.items() if p is not None]  # open at the end
     return out
+
+
+def _periodic(mode, expires, last_now, tick_ns) -> bool:
+    """Whether a tick's hrtimer_start is its handler's periodic re-arm (hidden_tick_policies)."""
+    if mode not in (None, ""):
+        return str(mode) == "ABS"
+    return expires is not None and last_now is not None and expires <= last_now + tick_ns
 
 
 def clock_wake_end_lines(ev, cpus_with_idle, marks) -> dict:

@@ -433,7 +433,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
         if tick in ("trace", "kept"):
             # Their tick decisions still show: a tick re-armed periodically while swapper runs was kept.
             parts.append(_tuple_items([(ts, line, cpu, OP_TICK, 0, 0, policy, 0, cpu, 0)
-                                       for ts, cpu, policy, line in hidden_tick_policies(run, hidden)]))
+                                       for ts, cpu, policy, line in hidden_tick_policies(run, hidden, tick_ns)]))
 
     cols = _sorted_items(parts)
     op, line = cols["op"], cols["line"]
