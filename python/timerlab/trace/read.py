@@ -120,7 +120,7 @@ class Trace:
         return rows[cols]
 
     def to_workload(self, *, hz: int | None = None, tick: str = "simulated", jiffies: str = "auto",
-                    rcu_needs_cpu: bool = True):
+                    rcu_needs_cpu="auto"):
         """This trace as a workload replaying its timer operations, tasks and
         device interrupts (:func:`timerlab.replay.to_workload`)."""
         from ..replay import to_workload
