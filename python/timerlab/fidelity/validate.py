@@ -14,7 +14,7 @@ from ..replay import OP_ARM, REQUIRED_EVENTS, VALIDATE_EVENTS, Script, require_e
 from ..replay.arms import PLACE_NAMES
 from ..replay.columns import narrowed
 from ..replay.phantoms import PHANTOM_FUNCTION
-from ..replay.script import jiffies_note, rcu_keeps_tick, rcu_note
+from ..replay.script import jiffies_model, jiffies_note, rcu_keeps_tick, rcu_note
 from ..trace.events import CPU_IDLE_EXIT, column
 from ..trace.features import node_of_cpu
 from ..trace.rows import event_in, event_rows, select_events
@@ -287,7 +287,7 @@ def _whole_trace_models(parts, overrides, compare) -> list:
     if overrides.get("jiffies", "auto") == "auto":
         n = max(sum(c.jiffies[3] for c in parts), 1)
         fit = {m: sum(round(c.jiffies[k] * c.jiffies[3]) for c in parts) / n for k, m in ((1, "kernel"), (2, "grid"))}
-        fixed["jiffies"] = "kernel" if fit["kernel"] > fit["grid"] else "grid"
+        fixed["jiffies"] = jiffies_model(fit)
         notes.append(jiffies_note(fixed["jiffies"], fit) + ", over all windows")
     if overrides.get("rcu_needs_cpu", "auto") == "auto":
         kept, stopped = (sum(c.rcu[k] for c in parts) for k in (1, 2))

@@ -218,8 +218,9 @@ def tick_wakeup_columns(ev, tick_ns, offset=None) -> tuple:
     most a tick after it ran: tick_sched_timer forwarding the tick, not
     tick_nohz_stop_tick putting it off), and the CPU ran tasks from before
     that grid point until the tick (its idle task logs nothing in between):
-    only idle stops the tick, and a stop the trace does not show would leave
-    the same arm behind. Such a tick a period or more late was held up (a
+    a busy CPU stops its tick only under nohz_full, whose stop tick_stop
+    logs (``stopped``), while a stop from idle that the trace does not show
+    would leave the same arm behind. Such a tick a period or more late was held up (a
     descheduled vCPU), even on a CPU that logs no cpu_idle.
     Needs ``offset`` (else all False)."""
     tick = event_in(ev, ("hrtimer_start", "hrtimer_expire_entry")) & function_in(ev, TICK_FUNCTIONS)

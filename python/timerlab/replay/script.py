@@ -167,6 +167,11 @@ def to_workload(trace, *, hz: int | None = None, tick: str = "simulated", jiffie
     return Workload((Component("script", CpuSelection(), {"script": script}),))
 
 
+def jiffies_model(fit: dict) -> str:
+    """jiffies="auto": the model that gave the kernel's recorded jiffies more often (jiffies_fit)."""
+    return "kernel" if fit["kernel"] > fit["grid"] else "grid"
+
+
 def jiffies_note(model: str, fit: dict) -> str:
     """The note saying which jiffies model a replay chose and how well each fits (jiffies_fit)."""
     other = "grid" if model == "kernel" else "kernel"
@@ -188,10 +193,10 @@ def rcu_keeps_tick(kept: int, stopped: int) -> bool:
     for a trace whose kernel ``kept`` and ``stopped`` the tick that many
     times there (ticks_after_tasks): at no fewer kept than stopped (none:
     it holds). The kernel keeps it when the CPU is needed — RCU callbacks
-    queued, mostly — which depends on what the tasks did: every kernel task
-    and most workloads queue callbacks, cyclictest's sleeps none (the
-    kernel stopped the tick at 3107 of 3421 such entries on the laptop
-    trace; the others kept it at 74-100 %)."""
+    queued, mostly — which depends on what the tasks did: the qemu and VM
+    workloads here queue them, cyclictest's sleeps do not (the kernel
+    stopped the tick at 3107 of 3421 such entries on the laptop trace; the
+    other traces kept it at 74-100 %)."""
     return kept >= stopped
 
 
@@ -358,7 +363,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
     fit = jiffies_fit(run, offset, j0, tick_ns, holder=None if duty_cpu < 0 else duty_cpu, handovers=handovers,
                       stall_check=stall_check)
     if jiffies == "auto":
-        jiffies = "kernel" if fit["kernel"] > fit["grid"] else "grid"
+        jiffies = jiffies_model(fit)
         notes.append(jiffies_note(jiffies, fit))
     if jiffies == "kernel":
         if duty_cpu >= 0:  # the holder at the start: an item there, before any tick
