@@ -2,17 +2,25 @@
 for the scale benchmarks (bench_trace_scale.py). Written to /tmp, never
 committed.
 
-Copy k of the events is the real trace's with every time moved by k * D,
-D being the trace's span rounded up to whole ticks: the line timestamp, the
-monotonic ns of hrtimer and timer_migration events (``now=``, ``expires=``,
-``softexpires=``, ``nextevt=``, ``wakeup=``, ...; 0 and KTIME_MAX mean "none"
-and stay) and the absolute jiffies of timer events (``expires=``,
-``now=``, ``baseclk=``) by D / TICK_NSEC, so that every copy is as
-consistent as the original (relative values such as ``timeout=`` stay).
-A timer_start's ``idx=`` and ``bucket_expiry=`` depend on where jiffies
-fall in each level's granularity, which a shift moves: in copies after the
-first they are what calc_wheel_index gives at jiffies (expires - timeout),
-as the kernel does with a base clock that is not behind. The boot-time
+Copy k of the events is the real trace's with every time moved by k * D:
+the line timestamp, the monotonic ns of hrtimer and timer_migration events
+(``now=``, ``expires=``, ``softexpires=``, ``nextevt=``, ``wakeup=``, ...;
+0 and KTIME_MAX mean "none" and stay) and the absolute jiffies of timer
+events (``expires=``, ``now=``, ``baseclk=``) by D / TICK_NSEC, so that
+every copy is as consistent as the original (relative values such as
+``timeout=`` stay).
+
+D is the trace's span rounded up to whole buckets of the coarsest wheel
+level a timer can expire from within one copy (level 2, 64 jiffies, for a
+15 s trace at HZ=250). Why: the wheel rounds a timer's expiry up to its
+level's granularity in absolute jiffies, so a shift by a part of a bucket
+moves the bucket, and the copy's timers would then be due at other times
+than the copied expiries show (a shift of whole ticks cost the 16-CPU
+trace's copies after the first 45 % of their expiring_cpu agreement). A
+timer_start of such a level keeps its ``bucket_expiry=`` shifted by the
+same jiffies (and the ``idx=`` of that bucket), whatever the kernel's base
+clock was; one of a deeper level, which cannot expire within its copy, gets
+what calc_wheel_index gives at jiffies (expires - timeout). The boot-time
 hierarchy set-up events appear once, in copy 0.
 
     python benchmarks/make_big_trace.py --mb 2000 [--trace X.trace.txt.xz] [--out /tmp/...]
@@ -40,6 +48,8 @@ _LINE = re.compile(rb"^(.*?\]\s+(?:\S+\s+)?)(\d+)\.(\d{6}): (\w+): (.*)$", re.S)
 _FIELD = re.compile(rb"(\w+)=(\d+)")
 
 
+# The timer wheel's shape (kernel/time/timer.c): 64 slots a level, each level 8x coarser.
+_SLOTS, _LEVEL_SHIFT, _LEVELS = 64, 3, 9
 TS, NS, JIFFIES, KEEP, IDX, BUCKET = range(6)  # units of the values cut out of the text
 
 
@@ -94,19 +104,39 @@ def template(text: bytes):
             t_max - t_min, b"".join(setup))
 
 
+def aligned_levels(span_jiffies: int) -> int:
+    """The wheel levels a timer can expire from within span_jiffies of its arm:
+    those whose first delta (63 << 3 (n - 1) jiffies for level n >= 1) is within it."""
+    n = 1
+    while n < _LEVELS and (_SLOTS - 1) << (_LEVEL_SHIFT * (n - 1)) <= span_jiffies:
+        n += 1
+    return n
+
+
 def write(out: Path, text: bytes, copies: int, hz: int) -> int:
     header, pieces, values, units, starts, span_us, setup = template(text)
     tick_us = 1_000_000 // hz
+    levels = aligned_levels(span_us // tick_us + 2)
+    bucket_us = tick_us << (_LEVEL_SHIFT * (levels - 1))
     shift_us = (span_us // tick_us + 2) * tick_us
+    shift_us = -(-shift_us // bucket_us) * bucket_us
     with open(out, "wb") as f:
         f.write(header + setup)
         for k in range(copies):
             d_us = k * shift_us
-            v = values + np.array([d_us, d_us * 1000, d_us // tick_us, 0, 0, 0], dtype=np.uint64)[units]
+            d_jiffies = d_us // tick_us
+            v = values + np.array([d_us, d_us * 1000, d_jiffies, 0, 0, 0], dtype=np.uint64)[units]
             if k and len(starts):
-                expires = v[starts[:, 0]]
-                idx, bucket = tl.calc_wheel_index(expires, expires - v[starts[:, 1]], hz=hz)
-                v[starts[:, 2]], v[starts[:, 3]] = idx, bucket
+                level = values[starts[:, 2]] // _SLOTS
+                near = level < levels
+                # Whole buckets of these levels: the bucket the kernel chose, shifted.
+                bucket = values[starts[near, 3]] + np.uint64(d_jiffies)
+                v[starts[near, 3]] = bucket
+                v[starts[near, 2]] = level[near] * _SLOTS + ((bucket >> (level[near] * _LEVEL_SHIFT)) & (_SLOTS - 1))
+                far = starts[~near]
+                expires = v[far[:, 0]]
+                idx, bucket = tl.calc_wheel_index(expires, expires - v[far[:, 1]], hz=hz)
+                v[far[:, 2]], v[far[:, 3]] = idx, bucket
             parts = [pieces[0]]
             for value, unit, piece in zip(v.tolist(), units.tolist(), pieces[1:]):
                 parts.append(b"%d.%06d" % divmod(value, 1_000_000) if unit == TS else b"%d" % value)
