@@ -236,6 +236,8 @@ def test_events_the_ring_buffer_lost_are_said(tmp_path, monkeypatch):
     assert len(rep.windows) == 3 and any(n.startswith(said) for n in rep.notes)
     stored = tl.read_ftrace(convert(text, tmp_path / "lossy.parquet"))
     assert (stored.lost_events, stored.loss_markers) == (40, 2)  # kept in the store's metadata
+    for trace in (tl.read_ftrace(text), stored):
+        assert repr(trace).endswith(", events lost at 2 point(s) (40 counted))")
     assert not any("ring buffer lost" in n for n in tl.validate(TRACE_DIR / "vm2-idle-hz250.trace.txt.xz").notes)
 
 

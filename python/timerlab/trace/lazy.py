@@ -131,10 +131,9 @@ class StoredTrace(Trace):
         if m["ts_min_ns"] is not None:
             first, last = m["ts_min_ns"], m["ts_max_ns"]
             span = f"{first / 1e9:.6f} s .. {last / 1e9:.6f} s ({(last - first) / 1e9:.3f} s)"
-        skipped = f", {self.skipped_lines} lines skipped" if self.skipped_lines else ""
         kinds = sum(1 for c in m["event_counts"].values() if c)
         return (f"StoredTrace({self.store_path!r}: {m['rows']} events of {kinds} kinds, "
-                f"{self.nr_cpus} CPUs, {span}{skipped})")
+                f"{self.nr_cpus} CPUs, {span}{self._damage()})")
 
 
 def open_trace(path, *, kernel: str | None = None) -> StoredTrace:

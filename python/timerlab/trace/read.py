@@ -144,9 +144,15 @@ class Trace:
         if len(ev):
             first, last = int(ev["ts_ns"].min()), int(ev["ts_ns"].max())
             span = f"{first / 1e9:.6f} s .. {last / 1e9:.6f} s ({(last - first) / 1e9:.3f} s)"
-        skipped = f", {self.skipped_lines} lines skipped" if self.skipped_lines else ""
         return (f"Trace({self.path!r}: {len(ev)} events of {self.event_counts().size} kinds, "
-                f"{self.nr_cpus} CPUs, {span}{skipped})")
+                f"{self.nr_cpus} CPUs, {span}{self._damage()})")
+
+    def _damage(self) -> str:
+        """What the repr adds of lines skipped and events lost: a replay of such a trace is less exact."""
+        said = f", {self.skipped_lines} lines skipped" if self.skipped_lines else ""
+        if self.loss_markers or self.lost_events:
+            said += f", events lost at {self.loss_markers} point(s) ({self.lost_events} counted)"
+        return said
 
 
 def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer: str = "",
