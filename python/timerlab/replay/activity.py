@@ -123,12 +123,7 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
     A cpu_idle entry while a task is thought to run ends its busy period:
     only the idle task enters an idle state, so the switch to it went
     unlogged (615 times on the 2-CPU VM's idle trace, 30 on its fsync one;
-    read as busy, those CPUs missed every wakeup of the idle period). So
-    does any event the idle task logs (pid 0: an interrupt logs the task it
-    interrupted) while a task is thought to run: the events in between were
-    lost. Read as busy, such a CPU stays its group's migrator for as long
-    as it then runs, taking the remote expiries of the whole group (after
-    a seam of the synthetic trace, make_big_trace.py, 42 % of them).
+    read as busy, those CPUs missed every wakeup of the idle period).
 
     Such a busy period's duration_ns is its runnable delay: how long the
     CPU, out of idle, stayed idle_cpu() to get_nohz_timer_target — until a
@@ -154,43 +149,28 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
         raise ValueError(f"task_intervals: negative CPU {int(cpus.min())}")
     busy, idle = 1, 2
     state = [0] * size  # 0: not known yet, busy or idle
-    first_pid = values(ev, "pid", -1)[first]
-    for c in ev["cpu"].to_numpy()[first][first_pid > 0].tolist():
-        state[c] = busy  # its first event is a task's
-    # Per row, the time of the event before it on its CPU: a lost switch to the idle task came after it.
-    ts_all = ev["ts_ns"].to_numpy()
-    before = previous_on_cpu(ev["cpu"].to_numpy())[on]
-    after_ts = np.where(before >= 0, ts_all[np.maximum(before, 0)] + 1, 0)
     has_idle = [c in idle_cpus for c in range(size)]
     wake = [0] * size  # (ts, line) of the first event after its latest idle entry; None: none yet; 0: not idle
     # CPU -> [flags known, ts when a task was first enqueued on it (None before)] since it woke, for
     # the time it stays idle_cpu(); absent: the interrupt found need-resched already set.
     pulled = {}
     entry, exit_, run_, stop, wakeup = _ENTRY, _EXIT, _K_IN, _K_OUT, _K_WAKEUP
-    pid = values(sub, "pid", -1)
-    for k, c, ts, line, at, target, task, idle_task, nr, lost_at in zip(
+    for k, c, ts, line, at, target, task, nr in zip(
             kind.tolist(), cpus.tolist(), sub["ts_ns"].to_numpy().tolist(), sub["line"].to_numpy().tolist(),
-            woke.tolist(), values(sub, "target_cpu", -1).tolist(), (pid > 0).tolist(), (pid == 0).tolist(),
-            need[on].tolist(), after_ts.tolist()):
+            woke.tolist(), values(sub, "target_cpu", -1).tolist(), (values(sub, "pid", 0) != 0).tolist(),
+            need[on].tolist()):
         w = target if k == wakeup else c if nr else -1  # -1: no CPU's
         if w >= 0:
             p = pulled.get(w)
             if p is not None and p[1] is None:
                 p[1] = ts
-        if state[c] == busy and k == entry:
-            # Only the idle task enters an idle state: the switch to it went unlogged.
-            out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
-            state[c] = idle
-        elif state[c] == busy and idle_task:
-            # Nor does a task log as the idle task: the switch, and what came before this, was lost. The
-            # CPU is taken idle from its event before (the switch came after that).
-            out.append((min(lost_at, ts), line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
-            state[c] = idle
-            wake[c] = None
-            pulled.pop(c, None)
         if k == entry:
             wake[c] = None
             pulled.pop(c, None)
+            if state[c] == busy:
+                # Only the idle task enters an idle state: the switch to it went unlogged.
+                out.append((ts, line, c, OP_IDLE, 0, 0, 0, 0, c, 0))
+                state[c] = idle
             continue
         if k == exit_:
             if wake[c] is None:
@@ -269,9 +249,8 @@ def _task_rows(ev):
     task's first event after a switch or a cpu_idle (a switch away from the
     idle task not logged); of a run of events with need-resched set on a
     CPU, the first (it marks the CPU's task enqueued; only the CPU's own
-    events that need-resched does not mark start that anew); the idle
-    task's first event after a task's (the switch between them was lost);
-    of each CPU's first row."""
+    events that need-resched does not mark start that anew); of each CPU's
+    first row."""
     need = need_resched_array(ev)
     cpu = ev["cpu"].to_numpy()
     prev = previous_on_cpu(cpu)
@@ -284,13 +263,10 @@ def _task_rows(ev):
     task = values(ev, "pid", 0) != 0
     since = latest_on_cpu(cpu, np.where(marks, 1, np.where(task, 0, -1)))
     first_task = task & (~had | (since[prev] == 1))
-    # The idle task's first event after a task's, without a switch or cpu_idle between: lost events.
-    idle_after_task = (values(ev, "pid", -1) == 0) & had & (since[prev] == 0)
     own = need.astype(bool) & ~wakeup
     first_need = own & ~(had & own[prev])
     exits = event_in(ev, ("cpu_idle",)) & ~entry
-    return need, np.flatnonzero(marks & ~exits | wakeup | after | first_task | first_need | idle_after_task), \
-        np.flatnonzero(~had)
+    return need, np.flatnonzero(marks & ~exits | wakeup | after | first_task | first_need), np.flatnonzero(~had)
 
 
 def idle_marks(ev, hrtimer_expiries) -> tuple:
