@@ -241,6 +241,36 @@ def test_events_the_ring_buffer_lost_are_said(tmp_path, monkeypatch):
     assert not any("ring buffer lost" in n for n in tl.validate(TRACE_DIR / "vm2-idle-hz250.trace.txt.xz").notes)
 
 
+def test_the_replay_starts_afresh_after_a_loss(tmp_path):
+    """50 events of CPU 13 of the 16-CPU trace lost early on (CPU 13's 43rd to 92nd), marked as tracefs
+    marks them. Replayed whole, the hierarchy never recovers from what they held: the migrator
+    hand-overs agree at 0.46. validate starts a window at the loss (Trace.losses says where), and
+    agrees as on the whole trace (tmigr 1.0, expiring_cpu 0.99)."""
+    lines = lzma.decompress(MIXED16.read_bytes()).splitlines(keepends=True)
+    cpu13 = [i for i, ln in enumerate(lines) if b"[013]" in ln[:40]]
+    gone = cpu13[42:92]
+    text = tmp_path / "qemu-6.12.95-16cpu-2node-mixed-lossy.trace.txt"
+    text.write_bytes(b"".join(lines[:gone[0]] + [b"CPU:13 [LOST 50 EVENTS]\n"]
+                              + [ln for i, ln in enumerate(lines[gone[0]:], gone[0]) if i not in set(gone)]))
+    trace = tl.read_ftrace(text)
+    (loss,) = trace.losses.itertuples(index=False)
+    first_after = trace.events.iloc[loss.row]
+    assert (loss.cpu, loss.lost, loss.ts_ns) == (13, 50, first_after.ts_ns)
+    assert first_after.line == gone[0] + 2  # the line after the marker (1-based)
+
+    whole = {i.name: i.agreement for i in tl.validate(trace, window_events=0).items}
+    rep = tl.validate(trace)
+    after = {i.name: i.agreement for i in rep.items}
+    assert whole["tmigr"] < 0.6 and after["tmigr"] > 0.99, (whole, after)
+    assert after["expiring_cpu"] > whole["expiring_cpu"] and after["expiring_cpu"] > 0.98
+    assert list(rep.windows["first_ts_ns"])[1] == loss.ts_ns
+    assert any("1 of them starting where the ring buffer lost events" in n for n in rep.notes)
+
+    stored = tl.read_ftrace(convert(text, tmp_path / "lossy.parquet", rows_per_group=20_000))
+    pd.testing.assert_frame_equal(stored.losses, trace.losses)  # rows over every row group
+    assert {i.name: i.agreement for i in tl.validate(stored).items} == after
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_malformed_line_in_a_range_names_the_line_of_the_file(tmp_path, monkeypatch, workers):
     text = tmp_path / MIXED16.stem

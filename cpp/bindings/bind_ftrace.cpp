@@ -77,6 +77,15 @@ py::dict take(FtraceParser& p) {
     begin = end;
   }
   d["payload"] = py::make_tuple(to_numpy(std::move(t.payload_rows)), texts);
+  // (row, cpu, lost) of each loss of the ring buffer; lost -1: not said.
+  std::vector<std::int64_t> rows, lost;
+  std::vector<std::int32_t> cpus;
+  for (const LossMark& m : t.losses) {
+    rows.push_back(m.row);
+    cpus.push_back(m.cpu);
+    lost.push_back(m.lost);
+  }
+  d["losses"] = py::make_tuple(to_numpy(std::move(rows)), to_numpy(std::move(cpus)), to_numpy(std::move(lost)));
   return d;
 }
 

@@ -295,8 +295,10 @@ bool FtraceParser::header_line(std::string_view line) {
     } else if (what != "EVENTS DROPPED" && what != "SUBBUFFER START") {
       return false;
     }
-    if (lost > 0 && lost_events_ <= INT64_MAX - lost) lost_events_ += lost;
-    if (what != "SUBBUFFER START") ++loss_markers_;
+    if (what == "SUBBUFFER START") return true;
+    std::int64_t cpu = 0;
+    if (parse_int(rest.substr(0, sp), cpu) != Num::Ok || cpu > INT32_MAX) return false;
+    add_loss(static_cast<std::int32_t>(cpu), what == "EVENTS DROPPED" ? -1 : lost);
     return true;
   }
   return false;
@@ -738,11 +740,15 @@ std::size_t FtraceParser::event_code_of(std::string_view event) {
   return code;
 }
 
-void FtraceParser::set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events, std::int64_t loss_markers) {
+void FtraceParser::set_binary_header(std::int32_t nr_cpus) {
   header_nr_cpus_ = nr_cpus;
   trace_cmd_header_ = true;
-  lost_events_ += lost_events;
-  loss_markers_ += loss_markers;
+}
+
+void FtraceParser::add_loss(std::int32_t cpu, std::int64_t lost) {
+  if (lost > 0 && lost_events_ <= INT64_MAX - lost) lost_events_ += lost;
+  ++loss_markers_;
+  losses_.push_back(LossMark{rows_taken_ + static_cast<std::int64_t>(ts_ns_.size()), cpu, lost});
 }
 
 void FtraceParser::add_framed(const Framed& f) {
@@ -918,6 +924,8 @@ FtraceTable FtraceParser::take() {
   t.payload_rows = std::move(payload_rows_);
   t.payload_ends = std::move(payload_ends_);
   t.payload_blob = std::move(payload_blob_);
+  t.losses = std::move(losses_);
+  rows_taken_ += static_cast<std::int64_t>(rows);
 
   // Leave an empty parser behind.
   ts_ns_.clear();
@@ -937,6 +945,7 @@ FtraceTable FtraceParser::take() {
   payload_rows_.clear();
   payload_ends_.clear();
   payload_blob_.clear();
+  losses_.clear();
   return t;
 }
 

@@ -91,11 +91,8 @@ class CpuPages {
       record_offset_ = at;
       // trace-cmd report prints a page's loss before its first record: a
       // page without records shows none.
-      if (page_missed_) {
-        ++markers_;
-        lost_ += page_lost_;
-        page_missed_ = false;
-      }
+      loss_before_ = page_missed_;
+      page_missed_ = false;
       return true;
     }
   }
@@ -103,8 +100,9 @@ class CpuPages {
   std::uint64_t ts() const { return ts_; }
   std::string_view record() const { return record_; }
   std::int32_t cpu() const { return cpu_; }
-  std::int64_t lost() const { return lost_; }
-  std::int64_t markers() const { return markers_; }
+  // Whether trace-cmd prints a loss before this record; its size (-1: not stored).
+  bool loss_before() const { return loss_before_; }
+  std::int64_t page_lost() const { return page_lost_; }
   [[noreturn]] void fail(std::size_t pos, const std::string& why) const {
     std::string msg = why;
     std::uint64_t off = file_offset_ + pos;
@@ -153,7 +151,7 @@ class CpuPages {
     pos_ = page_ + dat_.data_offset_;
     end_ = pos_ + size;
     page_missed_ = (commit & kMissedEvents) != 0;
-    page_lost_ = 0;
+    page_lost_ = -1;
     if ((commit & kMissedEvents) && (commit & kMissedStored)) {
       if (size + dat_.layout_.long_size > room) fail(page_, "lost-event count beyond the page");
       page_lost_ = static_cast<std::int64_t>(num(end_, static_cast<int>(dat_.layout_.long_size)) & INT32_MAX);
@@ -173,9 +171,9 @@ class CpuPages {
   std::size_t page_ = 0, pos_ = 0, end_ = 0, record_offset_ = 0;
   std::uint64_t page_ts_ = 0, ts_ = 0;
   std::string_view record_;
-  std::int64_t lost_ = 0, markers_ = 0;
-  bool page_missed_ = false;  // the page's loss is not counted yet
-  std::int64_t page_lost_ = 0;
+  bool loss_before_ = false;
+  bool page_missed_ = false;  // the page's loss is not told yet
+  std::int64_t page_lost_ = 0;  // -1: not stored
 };
 
 std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direct) {
@@ -192,7 +190,7 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direc
     live.push_back(cpus.back()->next());
     max_cpu = std::max(max_cpu, c.cpu);
   }
-  out.set_binary_header(std::max(nr_cpus_, max_cpu + 1), 0);
+  out.set_binary_header(std::max(nr_cpus_, max_cpu + 1));
 
   PrintContext ctx;
   ctx.layout = layout_;
@@ -243,6 +241,7 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direc
     const auto it = comms_.find(pid);
     const std::string_view task = pid == 0 ? "<idle>" : it != comms_.end() ? std::string_view(it->second) : "<...>";
     const auto ts = static_cast<std::int64_t>(p.ts() + static_cast<std::uint64_t>(ts_offset_));
+    if (p.loss_before()) out.add_loss(p.cpu(), p.page_lost());
     if (decoders[raw] && decoders[raw]->decode(ev, rec, ctx, scratch, staged)) {
       out.add_staged(++n, ts, p.cpu(), pid, task, ev.name, staged, codes[raw]);
     } else {
@@ -252,12 +251,6 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direc
     }
     live[static_cast<std::size_t>(best)] = p.next();
   }
-  std::int64_t lost = 0, markers = 0;
-  for (const auto& c : cpus) {
-    lost += c->lost();
-    markers += c->markers();
-  }
-  out.set_binary_header(std::max(nr_cpus_, max_cpu + 1), lost, markers);
   return n;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "timerlab/ftrace.hpp"
@@ -320,7 +321,7 @@ TEST(FtraceFields, UnknownEventsAndKeysKeepTheirPayload) {
 
 TEST(FtraceHeader, CpusAndLostEvents) {
   FtraceParser p;
-  parse(lines({"# tracer: nop", "#", "# entries-in-buffer/entries-written: 1906/1906   #P:16", "",
+  const FtraceTable lossy = parse(lines({"# tracer: nop", "#", "# entries-in-buffer/entries-written: 1906/1906   #P:16", "",
                "CPU:3 [LOST 12 EVENTS]", kTimerStart, "CPU:1 [7 EVENTS DROPPED]", "CPU:2 [EVENTS DROPPED]",
                "  ##### CPU 2 buffer started ####", kTimerStart}),
         true, &p);
@@ -329,6 +330,22 @@ TEST(FtraceHeader, CpusAndLostEvents) {
   EXPECT_EQ(p.lost_events(), 19);
   EXPECT_EQ(p.loss_markers(), 3);  // the buffer-started line is no loss
   EXPECT_EQ(p.lines(), 10);
+  // Where: before row 0 on CPU 3, before row 1 on CPUs 1 and 2 (that one of unknown size).
+  const std::vector<LossMark>& at = lossy.losses;
+  ASSERT_EQ(at.size(), 3u);
+  EXPECT_EQ(std::make_tuple(at[0].row, at[0].cpu, at[0].lost), std::make_tuple(0, 3, 12));
+  EXPECT_EQ(std::make_tuple(at[1].row, at[1].cpu, at[1].lost), std::make_tuple(1, 1, 7));
+  EXPECT_EQ(std::make_tuple(at[2].row, at[2].cpu, at[2].lost), std::make_tuple(1, 2, -1));
+  EXPECT_TRUE(p.losses().empty());  // handed over
+  // Rows count on over every take() (a store's row groups).
+  FtraceParser s;
+  s.feed(lines({kTimerStart, kTimerStart}));
+  EXPECT_TRUE(s.take().losses.empty());
+  s.feed(lines({"CPU:5 [LOST 1 EVENTS]", kTimerStart}));
+  s.finish();
+  const FtraceTable later = s.take();
+  ASSERT_EQ(later.losses.size(), 1u);
+  EXPECT_EQ(later.losses[0].row, 2);
 
   FtraceParser q;
   const FtraceTable t = parse(lines({kTimerStart}), true, &q);

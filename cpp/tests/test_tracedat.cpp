@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "timerlab/tracedat.hpp"
@@ -99,6 +100,10 @@ TEST(TraceDat, LossesAreCountedWhereTraceCmdPrintsThem) {
                                Page(9).event(0, rec).lost(5).build()}));
   EXPECT_EQ(r.lost, 5);
   EXPECT_EQ(r.markers, 2);
+  // Before each of the two records, on CPU 0; the first page's count is not stored.
+  ASSERT_EQ(r.table.losses.size(), 2u);
+  EXPECT_EQ(std::make_tuple(r.table.losses[0].row, r.table.losses[0].lost), std::make_tuple(0, -1));
+  EXPECT_EQ(std::make_tuple(r.table.losses[1].row, r.table.losses[1].lost), std::make_tuple(1, 5));
 }
 
 TEST(TraceDat, StarWidthsAndStringSpecsPrintAsPrintf) {

@@ -209,6 +209,15 @@ struct FtraceColumn {
 };
 
 // The columns of a parsed trace, one entry per event line.
+// A point where the ring buffer lost events: before row `row` (counted
+// over every take() of the parser: a store's row groups), on CPU `cpu`;
+// `lost` events, or -1 where the marker does not say how many.
+struct LossMark {
+  std::int64_t row = 0;
+  std::int32_t cpu = 0;
+  std::int64_t lost = -1;
+};
+
 struct FtraceTable {
   std::vector<std::int64_t> ts_ns;
   std::vector<std::int32_t> cpu;
@@ -226,6 +235,8 @@ struct FtraceTable {
   std::vector<std::int64_t> payload_rows;
   std::vector<std::size_t> payload_ends;
   std::string payload_blob;
+  // The ring buffer's losses met since the last take(), in order.
+  std::vector<LossMark> losses;
 };
 
 // ---------------------------------------------------------------------------
@@ -265,6 +276,10 @@ class FtraceParser {
   std::int64_t loss_markers() const { return loss_markers_; }
   // Whether the text began with trace-cmd report's header (cpus=, version =).
   bool trace_cmd_header() const { return trace_cmd_header_; }
+  // A loss of the ring buffer before the next row (a marker line, a
+  // trace.dat page's missed events); lost < 0: how many is not known.
+  void add_loss(std::int32_t cpu, std::int64_t lost);
+  const std::vector<LossMark>& losses() const { return losses_; }
 
   // Move the columns out (after finish()); the parser is left empty.
   FtraceTable take();
@@ -275,10 +290,9 @@ class FtraceParser {
   // (1-based) stands in for the line number.
   void add_record(std::int64_t record, std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid,
                   std::string_view task, std::string_view event, std::string_view payload);
-  // What a binary trace's header says: the CPU count (as `cpus=` would) and
-  // events the ring buffer lost (as `[LOST n EVENTS]` lines would), at
-  // how many points (as many markers).
-  void set_binary_header(std::int32_t nr_cpus, std::int64_t lost_events, std::int64_t loss_markers = 0);
+  // What a binary trace's header says: the CPU count (as `cpus=` would).
+  // Its losses come with add_loss, as `[LOST n EVENTS]` lines would.
+  void set_binary_header(std::int32_t nr_cpus);
 
   // One payload field of a row, as parsed (or decoded) before it is added.
   struct Staged {
@@ -395,6 +409,8 @@ class FtraceParser {
   std::int32_t max_cpu_ = -1;
   std::int64_t lost_events_ = 0;
   std::int64_t loss_markers_ = 0;
+  std::vector<LossMark> losses_;
+  std::int64_t rows_taken_ = 0;  // rows handed out by earlier take()s
   std::int64_t error_line_ = 0;
   std::string error_reason_;
   std::int64_t skipped_lines_ = 0;

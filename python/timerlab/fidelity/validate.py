@@ -139,7 +139,11 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     ``window_events`` (default None: 1 000 000): a trace of more events is
     replayed in windows of time of about that many events, one at a time, so
     that a trace larger than memory is validated in bounded memory; 0
-    replays it whole however large. Each window starts the replay afresh
+    replays it whole however large. Where the ring buffer lost events
+    (``Trace.losses``), a window also starts, unless ``window_events`` is 0
+    (or the trace is a text read by line ranges): the replay's state after
+    a loss would part from the kernel's until the end. Each window starts
+    the replay afresh
     (timers armed before it are left out, as before a trace's start), with
     the jiffies and tick models (``jiffies``, ``rcu_needs_cpu``, when left to
     "auto") that the whole trace's evidence chooses; the
@@ -193,16 +197,20 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     # A text read window by window counts its losses window by window; a trace or a store knows its own.
     lost, points = ((trace.lost_events, trace.loss_markers) if hasattr(trace, "lost_events")
                     else (sum(c.losses[0] for c in parts), sum(c.losses[1] for c in parts)))
+    after_loss = sum(bool(getattr(w, "after_loss", False)) for w in windows)
     if points:
+        then = ("; so the replay starts afresh after them (the windows below)" if after_loss else
+                ", and its state after a loss may part from the kernel's, so agreement there suffers")
         notes.append(f"the ring buffer lost events at {points:,} point(s) of the trace ({lost:,} counted: the "
                      "[LOST n EVENTS] / [n EVENTS DROPPED] markers, [EVENTS DROPPED] does not say how many): the "
-                     "replay lacks what they held — arms, expiries, idle periods — and its state after a loss may "
-                     "part from the kernel's, so agreement there suffers")
+                     f"replay lacks what they held — arms, expiries, idle periods —{then}")
     windows_frame = None
     if len(parts) > 1:
         notes += model_notes
-        notes.append(f"replayed in {len(parts)} windows of about {check_window_events(window_events):,} events "
-                     "(report.windows): each window's replay starts afresh, leaving out the timers armed before it")
+        cut = f", {after_loss} of them starting where the ring buffer lost events" if after_loss else ""
+        notes.append(f"replayed in {len(parts)} windows of about {check_window_events(window_events):,} events"
+                     f"{cut} (report.windows): each window's replay starts afresh, leaving out the timers armed "
+                     "before it")
         windows_frame = _windows_frame(parts, overrides)
     return FidelityReport(trace.path, parts[0].cfg, items, per_cpu, x, parts[0].result, notes, windows_frame)
 

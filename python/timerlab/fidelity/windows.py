@@ -35,11 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..trace.losses import losses_within, stretch_starts
 from ..trace.rows import rows
 
 # Events per window: a window of 1 M events of a qemu trace replays in about
 # 1 GB (two at once on two CPUs); a trace with fewer is replayed whole.
 WINDOW_EVENTS = 1_000_000
+# The fewest events of a window: fewer would be mostly its edges.
+MIN_WINDOW_EVENTS = 10_000
 # A trace file read whole into memory at most (its text: compressed files
 # count at ten times their size); a larger one goes through a store.
 WHOLE_TEXT_BYTES = 512 << 20
@@ -52,8 +55,8 @@ def check_window_events(window_events) -> int:
     if not isinstance(window_events, (int, np.integer)) or isinstance(window_events, bool) or window_events < 0:
         raise ValueError(f"window_events={window_events!r}: the events per window (a positive integer), "
                          "0 for the whole trace at once, or None for the default")
-    if 0 < window_events < 10_000:
-        raise ValueError(f"window_events={window_events!r}: windows of fewer than 10 000 events would be "
+    if 0 < window_events < MIN_WINDOW_EVENTS:
+        raise ValueError(f"window_events={window_events!r}: windows of fewer than {MIN_WINDOW_EVENTS:,} events would be "
                          "mostly their edges; 0 replays the whole trace at once")
     return int(window_events)
 
@@ -87,6 +90,7 @@ class _Slice:
     trace: object
     start_ns: int | None
     end_ns: int | None
+    after_loss: bool = False  # starts where the ring buffer lost events
 
     def load(self, kernel=None):
         return window_of(self.trace, self.start_ns, self.end_ns)
@@ -99,6 +103,7 @@ class _StoreWindow:
     columns: tuple | None
     start_ns: int | None
     end_ns: int | None
+    after_loss: bool = False
 
     def load(self, kernel=None):
         from ..trace import open_trace
@@ -121,16 +126,24 @@ def windows_of(trace, window_events=None) -> list:
     """The windows validate replays ``trace`` (as :func:`opened` gives it)
     in: each with ``load(kernel)``, its rows as a trace of their own; one,
     the whole trace, when it has at most ``window_events`` events (None:
-    :data:`WINDOW_EVENTS`; 0: always whole). A plain text too large to
-    read whole is cut at line ends, a store or a trace in memory at
-    timestamps, into windows of about ``window_events`` events."""
+    :data:`WINDOW_EVENTS`; 0: always whole) and lost none. A plain text too
+    large to read whole is cut at line ends, a store or a trace in memory
+    at timestamps, into windows of about ``window_events`` events, and
+    where the ring buffer lost events (:func:`timerlab.trace.losses.stretch_starts`):
+    what a loss took (an arm, an expiry, a switch to the idle task) leaves
+    the replay's state apart from the kernel's until the end, where a
+    window starting there starts as the kernel is (on the 16-CPU trace
+    with 50 events of CPU 13 cut out and marked, tmigr 0.46 replayed whole,
+    1.0 cut there). Not in a text read by line ranges: they are cut before
+    it is read."""
     per = check_window_events(window_events)
     if isinstance(trace, TextFile):
         from ..trace.ranges import text_ranges
         return [_Range(r) for r in text_ranges(trace.path, per or 1 << 62)]
     stored = _stored_whole(trace)
     n = int(trace._meta["rows"]) if stored else len(trace.events)
-    if not per or n <= per:
+    lossy = bool(per) and (trace.loss_markers > 0)
+    if not per or (n <= per and not lossy):
         return [_Whole(trace)]
     if stored:
         from ..trace.store import read_store
@@ -139,12 +152,16 @@ def windows_of(trace, window_events=None) -> list:
         ts = trace.events["ts_ns"].to_numpy()
     ts = np.sort(ts)
     k = -(-n // per)
-    cuts = np.unique(ts[(np.arange(1, k) * n) // k]).tolist()
+    by_count = np.unique(ts[(np.arange(1, k) * n) // k]).tolist()
+    after_loss = set(stretch_starts(trace.losses, ts, MIN_WINDOW_EVENTS)) if lossy else set()
+    cuts = sorted(set(by_count) | after_loss)
+    if not cuts:
+        return [_Whole(trace)]
     edges = [None] + cuts + [None]
     if stored:
         columns = None if trace._columns is None else tuple(trace._columns)
-        return [_StoreWindow(trace.store_path, columns, a, b) for a, b in zip(edges[:-1], edges[1:])]
-    return [_Slice(trace, a, b) for a, b in zip(edges[:-1], edges[1:])]
+        return [_StoreWindow(trace.store_path, columns, a, b, a in after_loss) for a, b in zip(edges[:-1], edges[1:])]
+    return [_Slice(trace, a, b, a in after_loss) for a, b in zip(edges[:-1], edges[1:])]
 
 
 def large(trace, window_events=None) -> bool:
@@ -181,6 +198,7 @@ def window_of(trace, start_ns, end_ns, kernel=None):
     part = rows(ev, keep, ev.columns)
     part.index = range(len(part))  # as a trace read on its own, and as a store's window
     view = copy.copy(trace)
+    view.losses = losses_within(trace.losses, keep)
     if hasattr(view, "_events"):  # a loaded StoredTrace
         view._events = part
     else:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from .. import _core
 from .features import detect
+from .losses import loss_frame, losses_within, no_losses
 from .read import _LINE_COLUMNS, Trace
 from .store import read_store, store_metadata
 
@@ -47,6 +48,7 @@ class StoredTrace(Trace):
         self.skipped_examples = list(meta["skipped_examples"])
         self.lost_events = int(meta["lost_events"])
         self.loss_markers = int(meta.get("loss_markers", 0))  # a store written before it was kept: 0
+        self._losses = None
 
     def _load(self) -> None:
         start_ns, end_ns = self._window
@@ -114,6 +116,30 @@ class StoredTrace(Trace):
         if "payload" in rows.columns and rows["payload"].notna().any():
             cols.append("payload")
         return rows[cols]
+
+    @property
+    def losses(self):
+        """Trace.losses: from the store's metadata (a store written before they were kept has none), the
+        times read off the store only when there are some."""
+        if self._losses is None:
+            marks = self._meta.get("losses", [])
+            if not marks:
+                self._losses = no_losses()
+            else:
+                ts = read_store(self.store_path, columns=["ts_ns"])["ts_ns"].to_numpy()
+                whole = loss_frame(*zip(*marks), ts)
+                start_ns, end_ns = self._window
+                keep = np.ones(len(ts), dtype=bool)
+                if start_ns is not None:
+                    keep &= ts >= start_ns
+                if end_ns is not None:
+                    keep &= ts < end_ns
+                self._losses = whole if keep.all() else losses_within(whole, keep)
+        return self._losses
+
+    @losses.setter
+    def losses(self, value) -> None:
+        self._losses = value
 
     @property
     def duration_ns(self) -> int:

@@ -135,4 +135,4 @@ def read_range(r: TextRange, *, kernel=None):
     cols["line"] += shift
     return Trace(r.path, _frame(cols), parser.nr_cpus, 0, (), parser.lost_events,
                  source="trace-cmd report" if parser.trace_cmd_header else "tracefs", kernel=kernel,
-                 loss_markers=parser.loss_markers)
+                 loss_markers=parser.loss_markers, losses=cols["losses"])

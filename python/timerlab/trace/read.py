@@ -43,6 +43,7 @@ import pandas as pd
 from .. import _core
 from .dat import DatError, is_trace_dat, read_dat
 from .features import Features, category_index, detect
+from .losses import loss_frame, no_losses
 from .source import CHUNK_BYTES as _CHUNK_BYTES, CorruptData, NotAFile, TruncatedData, open_text
 
 _LINE_COLUMNS = ["ts_ns", "cpu", "task", "pid", "event", "line"]
@@ -76,6 +77,10 @@ class Trace:
     loss_markers : int
         How many such reports, those of a loss of unknown size
         (``[EVENTS DROPPED]``) included: the points where events were lost.
+    losses : pandas.DataFrame
+        Each of those points: the row of ``events`` it comes before, that
+        row's ``ts_ns``, the ``cpu`` that lost events and how many
+        (``lost``, <NA> where not said) (:mod:`timerlab.trace.losses`).
     features : Features
         The kernel features the trace shows and what the reader made of them
         (:mod:`timerlab.trace.features`): e.g. ``features.bucket_expiry`` is
@@ -86,7 +91,7 @@ class Trace:
     """
 
     def __init__(self, path, events, nr_cpus, skipped_lines=0, skipped_examples=(), lost_events=0, *,
-                 source="tracefs", kernel=None, loss_markers=0):
+                 source="tracefs", kernel=None, loss_markers=0, losses=None):
         self.path = str(path)
         self.features: Features
         self.events, self.features = detect(events, path, source=source, kernel=kernel)
@@ -95,6 +100,8 @@ class Trace:
         self.skipped_examples = list(skipped_examples)
         self.lost_events = int(lost_events)
         self.loss_markers = int(loss_markers)
+        # (rows, cpus, lost) as the reader's take() gives them
+        self.losses = no_losses() if losses is None else loss_frame(*losses, self.events["ts_ns"].to_numpy())
 
     @property
     def kernel(self) -> str:
@@ -221,9 +228,10 @@ def read_ftrace(path, *, strict: bool = True, kernel: str | None = None, buffer:
         return open_trace(name, kernel=kernel)
     each = None if progress is None else (lambda parser: progress(parser.lines))
     parser, skipped, examples = _parse(name, strict, each, stacklevel=3)
-    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples,
+    cols = parser.take()
+    return Trace(name, _frame(cols), parser.nr_cpus, skipped, examples,
                  parser.lost_events, source="trace-cmd report" if parser.trace_cmd_header else "tracefs",
-                 kernel=kernel, loss_markers=parser.loss_markers)
+                 kernel=kernel, loss_markers=parser.loss_markers, losses=cols["losses"])
 
 
 def _parse(name: str, strict: bool, each=None, stacklevel: int = 2):
@@ -262,8 +270,9 @@ def _parse(name: str, strict: bool, each=None, stacklevel: int = 2):
 
 def _read_dat(name: str, *, strict: bool, kernel, buffer: str) -> Trace:
     parser, skipped, examples = _parse_dat(name, strict, buffer, stacklevel=4)
-    return Trace(name, _frame(parser.take()), parser.nr_cpus, skipped, examples, parser.lost_events,
-                 source="trace-cmd report", kernel=kernel, loss_markers=parser.loss_markers)
+    cols = parser.take()
+    return Trace(name, _frame(cols), parser.nr_cpus, skipped, examples, parser.lost_events,
+                 source="trace-cmd report", kernel=kernel, loss_markers=parser.loss_markers, losses=cols["losses"])
 
 
 def _parse_dat(name: str, strict: bool, buffer: str = "", stacklevel: int = 2):

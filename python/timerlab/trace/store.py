@@ -88,6 +88,7 @@ class _Writer:
         self.counts: dict[str, int] = {}
         self.rows = 0
         self.ts_min = self.ts_max = None
+        self.losses: list = []  # [row, cpu, lost] over every row group
 
     def _dictionary(self, name, codes, values) -> pa.Array:
         seen = self.categories.setdefault(name, {})
@@ -97,6 +98,7 @@ class _Writer:
         return pa.DictionaryArray.from_arrays(indices, _utf8(values))
 
     def write(self, cols: dict) -> None:
+        self.losses += [list(x) for x in zip(*(a.tolist() for a in cols["losses"]))]
         n = len(cols["ts_ns"])
         if not n:
             return
@@ -133,7 +135,7 @@ class _Writer:
         meta = {"format": FORMAT_VERSION, "rows": self.rows, "ts_min_ns": self.ts_min, "ts_max_ns": self.ts_max,
                 "columns": list(_LINE_TYPES) + order + (["payload"] if "payload" in self.occurred else []),
                 "categories": {k: list(v) for k, v in self.categories.items()},
-                "event_counts": self.counts, **facts}
+                "event_counts": self.counts, "losses": self.losses, **facts}
         # ensure_ascii: a surrogate escape (a byte that was not UTF-8) survives JSON as \\udcXX.
         self.writer.add_key_value_metadata({_META_KEY: json.dumps(meta, ensure_ascii=True)})
         self.writer.close()
