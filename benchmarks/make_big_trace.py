@@ -23,6 +23,20 @@ clock was; one of a deeper level, which cannot expire within its copy, gets
 what calc_wheel_index gives at jiffies (expires - timeout). The boot-time
 hierarchy set-up events appear once, in copy 0.
 
+The timers and hrtimers of copy k are other objects than those of the copy
+before (their pointers, ``timer=`` and ``hrtimer=``, XORed with k << 36),
+and those still pending at the end of a copy are cancelled there (a
+timer_cancel or hrtimer_cancel line 1 µs after its last event, logged as
+their last arm was): at a seam every CPU's state jumps back to the trace's
+start, and a timer pending at the end of one copy is not the one the next
+copy re-arms or expires. With the same pointers, the replay took the next
+copy's expiries for the earlier arms' and fell from 0.989 to 0.80
+(expiring_cpu) and from 0.999 to 0.77 (tmigr) in every copy after the
+first; with pointers of their own but left pending, they stayed queued in
+the wheel replay, never expiring, and held their bases' clocks back
+(wheel 0.93 on the 2 GB trace). The hierarchy's groups (``group=``,
+``parent=``) stay: the machine is the same.
+
     python benchmarks/make_big_trace.py --mb 2000 [--trace X.trace.txt.xz] [--out /tmp/...]
 """
 from __future__ import annotations
@@ -45,12 +59,14 @@ _KTIME_MAX = (1 << 63) - 1
 _NS_KEYS = {b"nextevt", b"next_expiry", b"child_evt_expiry", b"wakeup", b"softexpires"}
 _JIFFY_EVENTS = {b"timer_start", b"timer_expire_entry"}
 _LINE = re.compile(rb"^(.*?\]\s+(?:\S+\s+)?)(\d+)\.(\d{6}): (\w+): (.*)$", re.S)
-_FIELD = re.compile(rb"(\w+)=(\d+)")
+# A number, or a pointer as the trace prints it (16 hex digits).
+_FIELD = re.compile(rb"(\w+)=([0-9a-f]{16}(?![0-9A-Za-z])|\d+)")
+_POINTERS = (b"timer", b"hrtimer")  # whose pointers each copy has its own of
 
 
 # The timer wheel's shape (kernel/time/timer.c): 64 slots a level, each level 8x coarser.
 _SLOTS, _LEVEL_SHIFT, _LEVELS = 64, 3, 9
-TS, NS, JIFFIES, KEEP, IDX, BUCKET = range(6)  # units of the values cut out of the text
+TS, NS, JIFFIES, KEEP, IDX, BUCKET, PTR = range(7)  # units of the values cut out of the text
 
 
 def _unit(event: bytes, key: bytes):
@@ -65,10 +81,42 @@ def _unit(event: bytes, key: bytes):
 
 def template(text: bytes):
     """(header, pieces, values, units, starts, span_us, setup lines): the event
-    lines cut at every number a copy changes; ``starts``: per timer_start the
-    positions in ``values`` of its expires, timeout, idx and bucket_expiry."""
+    lines cut at every number a copy changes, the timers and hrtimers still
+    pending at the end cancelled there (pending_cancels); ``starts``: per
+    timer_start the positions in ``values`` of its expires, timeout, idx and
+    bucket_expiry."""
     header, pieces, values, units, starts, setup = [], [b""], [], [], [], []
     t_min = t_max = None
+    last = {}  # (timer or hrtimer, pointer) -> (its last event, the head of the line that armed it)
+
+    def add(head, ts_us, event, payload):
+        pieces[-1] += head
+        values.append(ts_us)
+        units.append(TS)
+        pieces.append(b": " + event + b": ")
+        at, where = 0, {}
+        for f in _FIELD.finditer(payload):
+            key, raw = f.group(1), f.group(2)
+            if key in _POINTERS and len(raw) == 16:
+                unit, value = PTR, int(raw, 16)
+                last[key, value] = (event, head if event.endswith(b"_start") else last.get((key, value), (0, head))[1])
+            elif raw.isdigit():
+                value = int(raw)
+                unit = _unit(event, key)
+            else:
+                continue
+            if unit is None or (unit == NS and value in (0, _KTIME_MAX)):
+                continue
+            pieces[-1] += payload[at:f.start(2)]
+            where[unit] = len(values)
+            values.append(value)
+            units.append(unit)
+            pieces.append(b"")
+            at = f.end(2)
+        pieces[-1] += payload[at:]
+        if event == b"timer_start" and all(u in where for u in (JIFFIES, KEEP, IDX, BUCKET)):
+            starts.append([where[JIFFIES], where[KEEP], where[IDX], where[BUCKET]])
+
     for line in text.splitlines(keepends=True):
         m = _LINE.match(line)
         if m is None:
@@ -81,27 +129,12 @@ def template(text: bytes):
         ts_us = int(sec) * 1_000_000 + int(usec)
         t_min = ts_us if t_min is None else min(t_min, ts_us)
         t_max = ts_us if t_max is None else max(t_max, ts_us)
-        pieces[-1] += head
-        values.append(ts_us)
-        units.append(TS)
-        pieces.append(b": " + event + b": ")
-        at, where = 0, {}
-        for f in _FIELD.finditer(payload):
-            key, value = f.group(1), int(f.group(2))
-            unit = _unit(event, key)
-            if unit is None or (unit == NS and value in (0, _KTIME_MAX)):
-                continue
-            pieces[-1] += payload[at:f.start(2)]
-            where[unit] = len(values)
-            values.append(value)
-            units.append(unit)
-            pieces.append(b"")
-            at = f.end(2)
-        pieces[-1] += payload[at:]
-        if event == b"timer_start" and len(where) == 4:
-            starts.append([where[JIFFIES], where[KEEP], where[IDX], where[BUCKET]])
+        add(head, ts_us, event, payload)
+    for (key, pointer), (event, head) in list(last.items()):
+        if event.endswith(b"_start"):
+            add(head, t_max + 1, key + b"_cancel", b"%s=%016x\n" % (key, pointer))
     return (b"".join(header), pieces, np.array(values, dtype=np.uint64), np.array(units), np.array(starts),
-            t_max - t_min, b"".join(setup))
+            t_max + 1 - t_min, b"".join(setup))
 
 
 def aligned_levels(span_jiffies: int) -> int:
@@ -125,7 +158,8 @@ def write(out: Path, text: bytes, copies: int, hz: int) -> int:
         for k in range(copies):
             d_us = k * shift_us
             d_jiffies = d_us // tick_us
-            v = values + np.array([d_us, d_us * 1000, d_jiffies, 0, 0, 0], dtype=np.uint64)[units]
+            v = values + np.array([d_us, d_us * 1000, d_jiffies, 0, 0, 0, 0], dtype=np.uint64)[units]
+            v[units == PTR] ^= np.uint64(k << 36)
             if k and len(starts):
                 level = values[starts[:, 2]] // _SLOTS
                 near = level < levels
@@ -139,7 +173,8 @@ def write(out: Path, text: bytes, copies: int, hz: int) -> int:
                 v[far[:, 2]], v[far[:, 3]] = idx, bucket
             parts = [pieces[0]]
             for value, unit, piece in zip(v.tolist(), units.tolist(), pieces[1:]):
-                parts.append(b"%d.%06d" % divmod(value, 1_000_000) if unit == TS else b"%d" % value)
+                parts.append(b"%d.%06d" % divmod(value, 1_000_000) if unit == TS else b"%016x" % value if unit == PTR
+                             else b"%d" % value)
                 parts.append(piece)
             f.write(b"".join(parts))
         return f.tell()
