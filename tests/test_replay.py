@@ -536,33 +536,3 @@ def test_a_hidden_cpus_kept_ticks_show_without_the_hrtimer_mode(traces):
         assert hidden_tick_policies(ev.drop(columns="mode"), [1], 4_000_000) == with_mode
     laptop = tl.read_ftrace(TRACE_DIR / "vm2-cyclictest-laptop.v6.dat.xz")
     assert "mode" not in laptop.events and sum(p[2] for p in hidden_tick_policies(laptop.events, [1], 4_000_000)) > 20
-
-
-
-def test_a_replay_starts_with_the_migrators_the_trace_shows(tmp_path, monkeypatch):
-    """replay/migrators.py: CPU 1's events of the 16-CPU trace lost from 14.6 s on (its 89th to its
-    last, marked as tracefs marks a loss), so validate replays from there afresh. CPU 1 then logs
-    nothing and is read as running all along, as are CPUs 2 and 5. The kernel's CPU 2 holds node 0's
-    migrator role throughout (every report of the group says migrator=4). Left to the hierarchy's own
-    choice after boot, the role stays with CPU 1, the lowest CPU that never idles, and it takes the
-    group's remote expiries; started as the trace's first report shows, the replay agrees as on the
-    whole trace."""
-    from timerlab.replay import migrators, script
-
-    lines = lzma.decompress(QEMU16.read_bytes()).splitlines(keepends=True)
-    cpu1 = [i for i, ln in enumerate(lines) if b"[001]" in ln[:40]]
-    gone = set(cpu1[88:])
-    text = tmp_path / "qemu-6.12.95-16cpu-2node-mixed-cpu1-lost.trace.txt"
-    text.write_bytes(b"".join(lines[:cpu1[88]] + [b"CPU:1 [LOST %d EVENTS]\n" % len(gone)]
-                              + [ln for i, ln in enumerate(lines[cpu1[88]:], cpu1[88]) if i not in gone]))
-    trace = tl.read_ftrace(text)
-    after = trace.events[trace.events["ts_ns"] >= trace.losses["ts_ns"].iloc[0]]
-    first = after[after["event"].isin(["tmigr_group_set_cpu_active", "tmigr_group_set_cpu_inactive"])
-                  & (after["lvl"] == 0) & (after["numa"] == 0)].iloc[0]
-    assert migrators.initial_migrators(after, 16)[int(first.cpu)] == 4 == first.migrator
-
-    def expiring_cpu():
-        return next(i.agreement for i in tl.validate(trace).items if i.name == "expiring_cpu")
-    hinted = expiring_cpu()
-    monkeypatch.setattr(script, "initial_migrators", lambda ev, n: ())
-    assert hinted > 0.98 and expiring_cpu() < 0.7

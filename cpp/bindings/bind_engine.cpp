@@ -79,7 +79,6 @@ ScriptSpec script_of(const py::dict& d) {
   if (d.contains("nr_hrtimer_keys")) s.nr_hrtimer_keys = get<std::uint32_t>(d, "nr_hrtimer_keys");
   s.initial_busy = get<std::vector<std::uint8_t>>(d, "initial_busy");
   if (d.contains("initial_tick")) s.initial_tick = get<std::vector<std::uint8_t>>(d, "initial_tick");
-  if (d.contains("initial_migrator")) s.initial_migrator = get<std::vector<std::uint8_t>>(d, "initial_migrator");
   s.items.resize(n);
   const auto tv = t.unchecked<1>();
   const auto cv = cpu.unchecked<1>();

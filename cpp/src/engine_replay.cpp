@@ -128,10 +128,6 @@ void Engine::start_script() {
   script_steps_.assign(cpus_.size(), {});
   for (unsigned c = 0; c < s.initial_busy.size(); ++c) cpus_[c].script_busy = s.initial_busy[c] != 0;
   for (unsigned c = 0; c < s.initial_tick.size(); ++c) cpus_[c].script_tick = s.initial_tick[c];
-  // Every CPU is still active, as after boot: the role can go to any of them.
-  for (unsigned c = 0; c < s.initial_migrator.size(); ++c) {
-    if (s.initial_migrator[c] && cfg_.pull_model) tmigr_->set_migrator(c, s.initial_migrator[c]);
-  }
   for (std::size_t i = 0; i < s.items.size(); ++i) {
     const ScriptItem& it = s.items[i];
     if (is_clock_item(it.op)) {

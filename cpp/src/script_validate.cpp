@@ -1,7 +1,6 @@
 // script_validate.cpp — the checks of a replay script (ScriptSpec in
 // workload.hpp) before a run: every item names an existing CPU, key and
 // function, with values in range, in time order.
-#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -21,17 +20,10 @@ void ScriptSpec::validate(unsigned nr_cpus, std::size_t nr_functions) const {
   auto bad_hr_key = [&](std::size_t i, std::uint32_t key) {
     bad(i, "hrtimer key " + std::to_string(key) + " >= nr_hrtimer_keys " + std::to_string(nr_hrtimer_keys));
   };
-  for (const auto& [name, v] : {std::pair{"initial_busy", &initial_busy}, std::pair{"initial_tick", &initial_tick},
-                                std::pair{"initial_migrator", &initial_migrator}}) {
+  for (const auto& [name, v] : {std::pair{"initial_busy", &initial_busy}, std::pair{"initial_tick", &initial_tick}}) {
     if (!v->empty() && v->size() != nr_cpus) {
       throw std::invalid_argument(std::string("script: ") + name + " has " + std::to_string(v->size()) +
                                   " entries for " + std::to_string(nr_cpus) + " CPUs");
-    }
-  }
-  for (std::size_t c = 0; c < initial_migrator.size(); ++c) {
-    if (!std::has_single_bit(initial_migrator[c]) && initial_migrator[c] != 0) {
-      throw std::invalid_argument("script: initial_migrator of CPU " + std::to_string(c) +
-                                  " must be a group's child bit, or 0");
     }
   }
   for (std::size_t c = 0; c < initial_tick.size(); ++c) {

@@ -238,12 +238,4 @@ std::vector<unsigned> Tmigr::cpus_below(int group) const {
   return out;
 }
 
-bool Tmigr::set_migrator(unsigned cpu, std::uint8_t childbit) {
-  if (cpu >= cpus_.size() || cpus_[cpu].tmgroup < 0 || !std::has_single_bit(childbit)) return false;
-  TmigrGroup& g = groups_[static_cast<unsigned>(cpus_[cpu].tmgroup)];
-  if (!(g.state.active & childbit)) return false;
-  g.state.migrator = childbit;
-  return true;
-}
-
 }  // namespace timerlab

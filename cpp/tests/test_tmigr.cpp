@@ -762,29 +762,6 @@ TEST(TmigrWalks, NotLastCpuGetsMaxAndWakingCpuBecomesMigratorUpward) {
   EXPECT_EQ(r.go_idle(17), KTIME_MAX);
 }
 
-TEST(TmigrWalks, AReplayStartsWithTheTracesMigratorAndABusyOneKeepsIt) {
-  // After boot every CPU is active and the first online holds the role; a
-  // replay gives it to the CPU the trace shows holding it. Going idle, the
-  // others leave it there (a lower active CPU does not take it over).
-  Rig r(spec_of(8));
-  const auto group = [&] { return r.tm().groups()[static_cast<unsigned>(r.tm().cpu(0).tmgroup)].state; };
-  const std::uint8_t five = r.tm().cpu(5).groupmask, two = r.tm().cpu(2).groupmask;
-  ASSERT_NE(group().migrator, five);
-  EXPECT_TRUE(r.tm().set_migrator(3, five));  // any CPU of the group names it
-  EXPECT_EQ(group().migrator, five);
-  for (unsigned c = 0; c < 8; ++c) {
-    if (c != 2 && c != 5) r.go_idle(c);
-  }
-  EXPECT_EQ(group().migrator, five);
-  EXPECT_EQ(group().active, static_cast<std::uint8_t>(five | two));
-  EXPECT_FALSE(r.tm().set_migrator(0, r.tm().cpu(7).groupmask));  // CPU 7 is idle: no change
-  EXPECT_FALSE(r.tm().set_migrator(0, static_cast<std::uint8_t>(five | two)));  // not one child
-  EXPECT_EQ(group().migrator, five);
-  EXPECT_EQ(r.tm().check_invariants(), "");
-  r.go_idle(5);  // the holder idles: the lowest active child takes over
-  EXPECT_EQ(group().migrator, two);
-}
-
 // ---------------------------------------------------------------------------
 // Randomized runs: random topologies, both set-ups, random idle/active
 // transitions and global timers; invariants after every call, and §4.9 item

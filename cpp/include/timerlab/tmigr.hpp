@@ -191,11 +191,6 @@ class Tmigr {
   // Groups visited by walks so far (for the overhead model).
   std::uint64_t walk_steps() const { return walk_steps_; }
 
-  // A replay's start: the child `childbit` of `cpu`'s level-0 group becomes
-  // its migrator, if that child is active (false: it is not, or there is no
-  // such group; nothing changes).
-  bool set_migrator(unsigned cpu, std::uint8_t childbit);
-
   // "" when the structural invariants hold, else the first violation.
   std::string check_invariants() const;
   // The CPUs below a group (for drawings and for tests of node purity).

@@ -249,16 +249,9 @@ struct ScriptSpec {
   // Per CPU: the tick policy (as tick_policy) in force from the start, for
   // an idle period that began before the trace (empty: the governor's).
   std::vector<std::uint8_t> initial_tick;
-  // Per CPU: the migrator of its level-0 group at the start, as the child
-  // bit the trace's first report of the group shows (0: no word; empty:
-  // the hierarchy's own choice after boot throughout). A replay starts in the middle of things, and a
-  // CPU that never goes idle keeps the role it has: guessed wrong, it takes
-  // the group's remote expiries for the whole replay.
-  std::vector<std::uint8_t> initial_migrator;
 
   bool empty() const {
-    return items.empty() && nr_keys == 0 && nr_hrtimer_keys == 0 && initial_busy.empty() && initial_tick.empty() &&
-           initial_migrator.empty();
+    return items.empty() && nr_keys == 0 && nr_hrtimer_keys == 0 && initial_busy.empty() && initial_tick.empty();
   }
   // Throws std::invalid_argument naming the first bad item.
   void validate(unsigned nr_cpus, std::size_t nr_functions) const;

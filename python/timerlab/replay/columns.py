@@ -16,7 +16,7 @@ TRACE_COLUMNS = (
     "timer", "function", "expires_jiffies", "timeout_jiffies", "bucket_expiry_jiffies", "base_cpu", "idx", "flags",
     "now_jiffies", "baseclk_jiffies", "is_idle", "cpu_id", "success", "dependency", "hrtimer", "mode",
     "expires_ns", "softexpires_ns", "was_armed", "now_ns", "state", "prev_pid", "next_pid", "wakee_pid",
-    "target_cpu", "callsite", "action", "group", "lvl", "numa", "migrator", "childmask", "nextevt_ns",
+    "target_cpu", "callsite", "action", "group", "lvl", "numa", "migrator", "nextevt_ns",
 )
 _KEEP = frozenset(TRACE_COLUMNS)
 

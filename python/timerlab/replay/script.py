@@ -27,7 +27,6 @@ from ..wake_latency import fit_tables
 from .clocks import clock_offset, initial_duty, jiffies_fit, tick_jiffies_offset, tick_wakeup_columns
 from .phantoms import PHANTOM, PHANTOM_FUNCTION, phantom_timers
 from .hrtimers import hrtimer_rows
-from .migrators import initial_migrators
 from .ops import (OP_ARM, OP_BUSY, OP_CANCEL, OP_WAKE_PENDING, OP_DELAY, OP_DUTY, OP_HR_ARM, OP_NAMES, OP_TICK, OP_WAKE_IRQ, WAKE_STOPPED,
                   WOKEN_BY_HRTIMER, WOKEN_BY_TIMER)
 
@@ -88,11 +87,10 @@ class Script:
     # (wake_latency.py), for the simulated wakeups the kernel did not have.
     wake_stopped: tuple = ()
     hrtimer_pointers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))  # hrtimer key -> pointer
-    initial_migrator: tuple = ()  # per CPU: 1 if it held its level-0 group's migrator role at the start (migrators.py)
 
     def __eq__(self, other):
         scalars = ("source", "start_ns", "end_ns", "hz", "initial_jiffies", "jiffies_duty", "initial_busy", "initial_tick",
-                   "initial_migrator", "nr_cpus", "clock_offset_ns", "function_names", "wake_stopped")
+                   "nr_cpus", "clock_offset_ns", "function_names", "wake_stopped")
         return (isinstance(other, Script) and all(getattr(self, k) == getattr(other, k) for k in scalars)
                 and self.items.equals(other.items) and np.array_equal(self.pointers, other.pointers)
                 and np.array_equal(self.hrtimer_pointers, other.hrtimer_pointers))
@@ -121,8 +119,7 @@ class Script:
             place=it["place"].to_numpy(np.uint8), late_ns=it["late_ns"].to_numpy(np.int64),
             nr_keys=len(self.pointers), nr_hrtimer_keys=len(self.hrtimer_pointers),
             initial_busy=list(self.initial_busy) + pad,
-            initial_tick=list(self.initial_tick) + pad,
-            initial_migrator=list(self.initial_migrator) + pad if self.initial_migrator else [])
+            initial_tick=list(self.initial_tick) + pad)
         return cols, self.initial_jiffies, self.jiffies_duty
 
 
@@ -467,7 +464,7 @@ def build_script(trace, *, hz: int | None = None, tick: str = "simulated", jiffi
                   clock_offset_ns=offset, start_ns=start_ns, end_ns=t_last - offset, source=trace.path,
                   notes=tuple(notes), jiffies_duty=jiffies == "kernel", wake_stopped=wake_stopped,
                   jiffies_fit=(fit["kernel"], fit["grid"], fit["observations"]), rcu_needs_cpu=bool(rcu_needs_cpu),
-                  after_tasks=after_tasks, initial_migrator=initial_migrators(run, nr_cpus),
+                  after_tasks=after_tasks,
                   hrtimer_pointers=np.array(hr_pointers, dtype=np.uint64))
 
 
