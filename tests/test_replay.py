@@ -536,3 +536,20 @@ def test_a_hidden_cpus_kept_ticks_show_without_the_hrtimer_mode(traces):
         assert hidden_tick_policies(ev.drop(columns="mode"), [1], 4_000_000) == with_mode
     laptop = tl.read_ftrace(TRACE_DIR / "vm2-cyclictest-laptop.v6.dat.xz")
     assert "mode" not in laptop.events and sum(p[2] for p in hidden_tick_policies(laptop.events, [1], 4_000_000)) > 20
+
+
+def test_a_cpu_that_logs_nothing_is_idle(traces):
+    """activity.task_intervals' initial states: from 22.868 s to 25.772 s of the 16-CPU trace CPU 11
+    logs nothing at all, not even a tick: it is idle with its tick stopped. Read as running a task, it
+    never went idle in the replay of that stretch and held node 1's migrator role throughout: one
+    hand-over where the kernel made 441, and the group's remote expiries on CPU 11."""
+    from timerlab.fidelity.windows import window_of
+    from timerlab.replay.activity import task_intervals
+
+    stretch = window_of(traces[QEMU16.name], 22_868_009_000, 25_772_379_000)
+    ev = stretch.events
+    assert not (ev["cpu"] == 11).any()
+    idle_cpus = set(ev.loc[ev["event"] == "cpu_idle", "cpu"].tolist())
+    assert task_intervals(ev, 16, idle_cpus, 0)[1][11] == 0
+    agreement = {i.name: i.agreement for i in tl.validate(stretch, window_events=0).items}
+    assert agreement["tmigr"] > 0.99 and agreement["expiring_cpu"] > 0.99, agreement
