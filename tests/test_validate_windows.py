@@ -241,22 +241,31 @@ def test_events_the_ring_buffer_lost_are_said(tmp_path, monkeypatch):
     assert not any("ring buffer lost" in n for n in tl.validate(TRACE_DIR / "vm2-idle-hz250.trace.txt.xz").notes)
 
 
-def test_the_replay_starts_afresh_after_a_loss(tmp_path):
-    """50 events of CPU 13 of the 16-CPU trace lost early on (CPU 13's 43rd to 92nd), marked as tracefs
-    marks them. Replayed whole, the hierarchy never recovers from what they held: the migrator
-    hand-overs agree at 0.46. validate starts a window at the loss (Trace.losses says where), and
-    agrees as on the whole trace (tmigr 1.0, expiring_cpu 0.99)."""
+def _lossy(tmp_path, cpu, first, count) -> "Path":
+    """The 16-CPU trace with ``count`` events of ``cpu`` from its ``first`` on lost, marked as tracefs marks it."""
     lines = lzma.decompress(MIXED16.read_bytes()).splitlines(keepends=True)
-    cpu13 = [i for i, ln in enumerate(lines) if b"[013]" in ln[:40]]
-    gone = cpu13[42:92]
-    text = tmp_path / "qemu-6.12.95-16cpu-2node-mixed-lossy.trace.txt"
-    text.write_bytes(b"".join(lines[:gone[0]] + [b"CPU:13 [LOST 50 EVENTS]\n"]
-                              + [ln for i, ln in enumerate(lines[gone[0]:], gone[0]) if i not in set(gone)]))
+    mine = [i for i, ln in enumerate(lines) if b"[%03d]" % cpu in ln[:40]]
+    gone = set(mine[first:first + count])
+    at = mine[first]
+    text = tmp_path / f"qemu-6.12.95-16cpu-2node-mixed-lost{cpu}.trace.txt"
+    text.write_bytes(b"".join(lines[:at] + [b"CPU:%d [LOST %d EVENTS]\n" % (cpu, len(gone))]
+                              + [ln for i, ln in enumerate(lines[at:], at) if i not in gone]))
+    return text
+
+
+def test_the_replay_starts_afresh_after_a_loss(tmp_path, monkeypatch):
+    """50 events of CPU 13 of the 16-CPU trace lost early on (its 43rd to 92nd), marked as tracefs marks
+    them. Replayed whole, the hierarchy never recovers from what they held: the migrator hand-overs
+    agree at 0.46. validate starts a window at the loss (Trace.losses says where), and agrees as on
+    the whole trace (tmigr 1.0, expiring_cpu 0.99); so does a store of it, and a text read in line
+    ranges (a loss in its middle)."""
+    text = _lossy(tmp_path, 13, 42, 50)
     trace = tl.read_ftrace(text)
     (loss,) = trace.losses.itertuples(index=False)
     first_after = trace.events.iloc[loss.row]
     assert (loss.cpu, loss.lost, loss.ts_ns) == (13, 50, first_after.ts_ns)
-    assert first_after.line == gone[0] + 2  # the line after the marker (1-based)
+    lines = text.read_bytes().splitlines()
+    assert lines[first_after.line - 2] == b"CPU:13 [LOST 50 EVENTS]"  # the line before (1-based)
 
     whole = {i.name: i.agreement for i in tl.validate(trace, window_events=0).items}
     rep = tl.validate(trace)
@@ -269,6 +278,12 @@ def test_the_replay_starts_afresh_after_a_loss(tmp_path):
     stored = tl.read_ftrace(convert(text, tmp_path / "lossy.parquet", rows_per_group=20_000))
     pd.testing.assert_frame_equal(stored.losses, trace.losses)  # rows over every row group
     assert {i.name: i.agreement for i in tl.validate(stored).items} == after
+
+    monkeypatch.setattr(windows, "WHOLE_TEXT_BYTES", 1 << 20)  # too large to read whole: line ranges
+    middle = _lossy(tmp_path, 13, 150, 50)
+    ranged = tl.validate(middle, window_events=PER_WINDOW)
+    assert tl.read_ftrace(middle).losses["ts_ns"].iloc[0] in set(ranged.windows["first_ts_ns"])
+    assert next(i.agreement for i in ranged.items if i.name == "tmigr") > 0.99
 
 
 @pytest.mark.parametrize("workers", [1, 2])

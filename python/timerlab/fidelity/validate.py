@@ -140,9 +140,9 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     replayed in windows of time of about that many events, one at a time, so
     that a trace larger than memory is validated in bounded memory; 0
     replays it whole however large. Where the ring buffer lost events
-    (``Trace.losses``), a window also starts, unless ``window_events`` is 0
-    (or the trace is a text read by line ranges): the replay's state after
-    a loss would part from the kernel's until the end. Each window starts
+    (``Trace.losses``), a window also starts, unless ``window_events`` is 0:
+    the replay's state after a loss would part from the kernel's until the
+    end. Each window starts
     the replay afresh
     (timers armed before it are left out, as before a trace's start), with
     the jiffies and tick models (``jiffies``, ``rcu_needs_cpu``, when left to

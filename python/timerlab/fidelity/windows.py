@@ -117,6 +117,10 @@ class _StoreWindow:
 class _Range:
     range: object
 
+    @property
+    def after_loss(self) -> bool:
+        return self.range.after_loss
+
     def load(self, kernel=None):
         from ..trace.ranges import read_range
         return read_range(self.range, kernel=kernel)
@@ -134,12 +138,11 @@ def windows_of(trace, window_events=None) -> list:
     the replay's state apart from the kernel's until the end, where a
     window starting there starts as the kernel is (on the 16-CPU trace
     with 50 events of CPU 13 cut out and marked, tmigr 0.46 replayed whole,
-    1.0 cut there). Not in a text read by line ranges: they are cut before
-    it is read."""
+    1.0 cut there)."""
     per = check_window_events(window_events)
     if isinstance(trace, TextFile):
         from ..trace.ranges import text_ranges
-        return [_Range(r) for r in text_ranges(trace.path, per or 1 << 62)]
+        return [_Range(r) for r in text_ranges(trace.path, per or 1 << 62, MIN_WINDOW_EVENTS if per else None)]
     stored = _stored_whole(trace)
     n = int(trace._meta["rows"]) if stored else len(trace.events)
     lossy = bool(per) and (trace.loss_markers > 0)
@@ -150,10 +153,17 @@ def windows_of(trace, window_events=None) -> list:
         ts = read_store(trace.store_path, columns=["ts_ns"])["ts_ns"].to_numpy()
     else:
         ts = trace.events["ts_ns"].to_numpy()
-    ts = np.sort(ts)
     k = -(-n // per)
+    order = np.argsort(ts, kind="stable")
+    ts = ts[order]
     by_count = np.unique(ts[(np.arange(1, k) * n) // k]).tolist()
-    after_loss = set(stretch_starts(trace.losses, ts, MIN_WINDOW_EVENTS)) if lossy else set()
+    after_loss = set()
+    if lossy:
+        after_loss = set(stretch_starts(trace.losses, ts, MIN_WINDOW_EVENTS, _replayable(trace, stored, order)))
+        # A cut by count next to a loss's would leave a window of a few events: the loss's stays.
+        near = np.searchsorted(ts, sorted(after_loss))
+        by_count = [c for c, p in zip(by_count, np.searchsorted(ts, by_count))
+                    if not len(near) or np.abs(near - p).min() >= MIN_WINDOW_EVENTS]
     cuts = sorted(set(by_count) | after_loss)
     if not cuts:
         return [_Whole(trace)]
@@ -162,6 +172,21 @@ def windows_of(trace, window_events=None) -> list:
         columns = None if trace._columns is None else tuple(trace._columns)
         return [_StoreWindow(trace.store_path, columns, a, b, a in after_loss) for a, b in zip(edges[:-1], edges[1:])]
     return [_Slice(trace, a, b, a in after_loss) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _replayable(trace, stored: bool, order):
+    """usable(a, b) for stretch_starts: whether the events a .. b (positions
+    in time order, ``order`` of the rows) hold every event a replay needs
+    (a stretch without them is not replayed apart)."""
+    from ..replay import REQUIRED_EVENTS
+    if stored:
+        from ..trace.store import read_store
+        names = read_store(trace.store_path, columns=["event"])["event"]
+    else:
+        names = trace.events["event"]
+    names = np.asarray(names.astype(object))[order]
+    where = [np.flatnonzero(names == e) for e in REQUIRED_EVENTS]
+    return lambda a, b: all(np.searchsorted(w, a) < np.searchsorted(w, b) for w in where)
 
 
 def large(trace, window_events=None) -> bool:

@@ -60,12 +60,22 @@ def losses_within(losses: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
     return part.reset_index(drop=True)
 
 
-def stretch_starts(losses: pd.DataFrame, ts_sorted: np.ndarray, min_events: int) -> list:
+def stretch_starts(losses: pd.DataFrame, ts_sorted: np.ndarray, min_events: int, usable=None) -> list:
     """Times at which a replay should start afresh: each loss's, but of a
     burst of losses less than ``min_events`` events apart only the last's
-    (a replay of a few events would be mostly its edges). ``ts_sorted``:
-    every event's time, sorted."""
+    (a replay of a few events would be mostly its edges), and only where
+    the stretches before and after are ``usable(start, end)`` (positions
+    into ``ts_sorted``, every event's time, sorted; default: at least
+    ``min_events`` events). A loss near the start or the end stays inside
+    the replay."""
+    usable = usable or (lambda a, b: b - a >= min_events)
     ts = losses["ts_ns"].dropna().to_numpy(dtype=np.int64)
     at = np.searchsorted(ts_sorted, np.unique(ts))  # events before each loss
     last = np.r_[at[1:] - at[:-1] >= min_events, True] if len(at) else at.astype(bool)
-    return [int(ts_sorted[p]) for p in at[last & (at > 0)].tolist()]
+    keep = []
+    for p in at[last & (at > 0)].tolist():
+        if usable(keep[-1] if keep else 0, p):
+            keep.append(p)
+    while keep and not usable(keep[-1], len(ts_sorted)):
+        keep.pop()
+    return [int(ts_sorted[p]) for p in keep]

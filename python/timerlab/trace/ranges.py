@@ -2,7 +2,10 @@
 on its own (in another process, say) into the Trace of its lines.
 
 ``text_ranges(path, rows)`` cuts the file at line ends into ranges of about
-``rows`` event lines each (sized from the lines of its first megabyte);
+``rows`` event lines each (sized from the lines of its first megabyte), and
+before the ring buffer's loss markers (``min_rows``: of a burst of markers
+closer than that, before the last one), so that a replay of a range starts
+after a loss (timerlab.fidelity.windows);
 ``read_range(r)`` parses one: the file's header lines (tracefs' comments,
 trace-cmd's ``cpus=N``) first, so that the parser knows the CPU count and the
 format, then the range's bytes; the ``line`` column and any error name the
@@ -14,6 +17,7 @@ one goes through a store, :func:`timerlab.trace.convert`).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from .. import _core
@@ -22,6 +26,8 @@ from .source import KINDS
 _HEAD_BYTES = 1 << 20
 _READ_BYTES = 4 << 20
 _COUNT_BYTES = 64 << 20
+# The ring buffer's loss markers (ftrace.cpp reads the same three), as a line of their own.
+_LOSS = re.compile(rb"CPU:\d+ \[(?:LOST \d+ EVENTS|\d+ EVENTS DROPPED|EVENTS DROPPED)\]")
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,7 @@ class TextRange:
     end: int
     first_line: int
     header: bytes
+    after_loss: bool = False  # begins with a loss marker
 
 
 def is_plain(path) -> bool:
@@ -70,16 +77,47 @@ def estimated_rows(path, head=None) -> int:
     return round((os.path.getsize(name) - len(header)) / per_row) if per_row else 0
 
 
-def text_ranges(path, rows: int) -> list:
-    """The file cut at line ends into :class:`TextRange` of about ``rows`` event lines."""
+def text_ranges(path, rows: int, min_rows: int | None = None) -> list:
+    """The file cut at line ends into :class:`TextRange` of about ``rows``
+    event lines, and before its loss markers if ``min_rows`` is given (see
+    the module doc)."""
     name = os.fspath(path)
     size = os.path.getsize(name)
     head = _head(name)
-    header = head[0]
+    header, per_row = head
     n = max(1, -(-estimated_rows(name, head) // rows))
-    cuts = sorted({0, size, *(_line_end(name, size * k // n) for k in range(1, n))})
+    by_size = {_line_end(name, size * k // n) for k in range(1, n)}
+    losses = set()
+    if min_rows is not None:
+        marks, gap, last = _loss_lines(name), min_rows * per_row, len(header)
+        for m, after in zip(marks, marks[1:] + [size]):
+            if after - m >= gap and m - last >= gap and size - m >= gap:  # a burst: its last; not at the ends
+                losses.add(m)
+                last = m
+        # A cut by size next to a loss's would leave a range of a few lines: the loss's stays.
+        by_size = {c for c in by_size if all(abs(c - m) >= gap for m in losses)}
+    cuts = sorted({0, size} | by_size | losses)
     firsts = _lines_before(name, cuts[:-1])
-    return [TextRange(name, a, b, first, header) for a, b, first in zip(cuts[:-1], cuts[1:], firsts)]
+    return [TextRange(name, a, b, first, header, a in losses) for a, b, first in zip(cuts[:-1], cuts[1:], firsts)]
+
+
+def _loss_lines(name: str) -> list:
+    """The offsets of the file's loss marker lines, in order."""
+    out, pos, carry = [], 0, b""  # pos: the file offset of text[0], always a line's start
+    with open(name, "rb") as f:
+        while True:
+            block = f.read(_COUNT_BYTES)
+            text = carry + block
+            whole = text.rfind(b"\n") + 1 if block else len(text)  # whole lines; the rest with the next block
+            starts = [0] if whole and text.startswith(b"CPU:") else []
+            at = text.find(b"\nCPU:", 0, whole)
+            while at >= 0:
+                starts.append(at + 1)
+                at = text.find(b"\nCPU:", at + 1, whole)
+            out += [pos + at for at in starts if _LOSS.match(text, at)]
+            carry, pos = text[whole:], pos + whole
+            if not block:
+                return out
 
 
 def _line_end(name: str, at: int) -> int:
