@@ -103,17 +103,23 @@ def text_ranges(path, rows: int, min_rows: int | None = None) -> list:
 
 
 def _loss_lines(name: str) -> list:
-    """The offsets of the file's loss marker lines, in order (searched in
-    place, through a memory map: no copy of the text)."""
-    if not os.path.getsize(name):
-        return []
-    with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as text:
-        out = [0] if _LOSS.match(text, 0) else []
-        at = text.find(b"\nCPU:")
-        while at >= 0:
-            if _LOSS.match(text, at + 1):
-                out.append(at + 1)
-            at = text.find(b"\nCPU:", at + 1)
+    """The offsets of the file's loss marker lines, in order: searched in
+    place, through a memory map of a window of the file at a time (no copy
+    of the text, and no more of it resident at once than a window)."""
+    size, out = os.path.getsize(name), []
+    step = _COUNT_BYTES  # a multiple of mmap.ALLOCATIONGRANULARITY
+    with open(name, "rb") as f:
+        for off in range(0, size, step):
+            # A marker is one short line: a window holds those whose newline before lies in it.
+            length = min(step + 256, size - off)
+            with mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ, offset=off) as text:
+                if off == 0 and _LOSS.match(text, 0):
+                    out.append(0)
+                at = text.find(b"\nCPU:", 0, min(step + 4, length))
+                while at >= 0:
+                    if _LOSS.match(text, at + 1):
+                        out.append(off + at + 1)
+                    at = text.find(b"\nCPU:", at + 1, min(step + 4, length))
     return out
 
 
