@@ -142,8 +142,7 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
     replays it whole however large. Where the ring buffer lost events
     (``Trace.losses``), a window also starts, unless ``window_events`` is 0:
     the replay's state after a loss would part from the kernel's until the
-    end. Each window starts
-    the replay afresh
+    end. Each window starts the replay afresh
     (timers armed before it are left out, as before a trace's start), with
     the jiffies and tick models (``jiffies``, ``rcu_needs_cpu``, when left to
     "auto") that the whole trace's evidence chooses; the
