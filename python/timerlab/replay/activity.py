@@ -208,8 +208,8 @@ def task_intervals(ev, nr_cpus, idle_cpus, clock_offset, woken_by=None):
             missing.add(c)
     first = dict(zip(ev["cpu"].to_numpy()[first].tolist(), column(ev.iloc[first], "pid")))  # CPU -> its first pid
     # A CPU that logs nothing at all, not even a tick, is idle with its tick stopped (a task would be
-    # ticked): two CPUs of the 16-CPU trace for 2.9 s, which read as busy held node 1's migrator role
-    # for the whole window (hand-overs 1 where the kernel made 441).
+    # ticked): CPU 11 of the 16-CPU trace from 22.9 s to 25.8 s, which read as busy held node 1's
+    # migrator role for the whole stretch (no hand-over where the kernel made 441).
     initial = [0 if first.get(c) is None else int(first[c] != 0) for c in range(nr_cpus)]
     return out, initial, sorted(missing)
 
