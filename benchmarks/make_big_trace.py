@@ -64,8 +64,6 @@ _FIELD = re.compile(rb"(\w+)=([0-9a-f]{16}(?![0-9A-Za-z])|\d+)")
 _POINTERS = (b"timer", b"hrtimer")  # whose pointers each copy has its own of
 
 
-# The timer wheel's shape (kernel/time/timer.c): 64 slots a level, each level 8x coarser.
-_SLOTS, _LEVEL_SHIFT, _LEVELS = 64, 3, 9
 TS, NS, JIFFIES, KEEP, IDX, BUCKET, PTR = range(7)  # units of the values cut out of the text
 
 
@@ -82,7 +80,7 @@ def _unit(event: bytes, key: bytes):
 def template(text: bytes):
     """(header, pieces, values, units, starts, span_us, setup lines): the event
     lines cut at every number a copy changes, the timers and hrtimers still
-    pending at the end cancelled there (pending_cancels); ``starts``: per
+    pending at the end cancelled there; ``starts``: per
     timer_start the positions in ``values`` of its expires, timeout, idx and
     bucket_expiry."""
     header, pieces, values, units, starts, setup = [], [b""], [], [], [], []
@@ -137,20 +135,19 @@ def template(text: bytes):
             t_max + 1 - t_min, b"".join(setup))
 
 
-def aligned_levels(span_jiffies: int) -> int:
-    """The wheel levels a timer can expire from within span_jiffies of its arm:
-    those whose first delta (63 << 3 (n - 1) jiffies for level n >= 1) is within it."""
-    n = 1
-    while n < _LEVELS and (_SLOTS - 1) << (_LEVEL_SHIFT * (n - 1)) <= span_jiffies:
-        n += 1
-    return n
+def aligned_levels(span_jiffies: int, wheel: dict) -> int:
+    """How many wheel levels a timer can expire from within span_jiffies of
+    its arm: those whose first delta (``wheel``'s LVL_START) is within it."""
+    return sum(1 for start in wheel["LVL_START"][:wheel["LVL_DEPTH"]] if start <= span_jiffies)
 
 
 def write(out: Path, text: bytes, copies: int, hz: int) -> int:
     header, pieces, values, units, starts, span_us, setup = template(text)
     tick_us = 1_000_000 // hz
-    levels = aligned_levels(span_us // tick_us + 2)
-    bucket_us = tick_us << (_LEVEL_SHIFT * (levels - 1))
+    wheel = tl.wheel.wheel_constants(hz)
+    size, shift = wheel["LVL_SIZE"], wheel["LVL_CLK_SHIFT"]
+    levels = aligned_levels(span_us // tick_us + 2, wheel)
+    bucket_us = tick_us * wheel["LVL_GRAN"][levels - 1]
     shift_us = (span_us // tick_us + 2) * tick_us
     shift_us = -(-shift_us // bucket_us) * bucket_us
     with open(out, "wb") as f:
@@ -161,12 +158,13 @@ def write(out: Path, text: bytes, copies: int, hz: int) -> int:
             v = values + np.array([d_us, d_us * 1000, d_jiffies, 0, 0, 0, 0], dtype=np.uint64)[units]
             v[units == PTR] ^= np.uint64(k << 36)
             if k and len(starts):
-                level = values[starts[:, 2]] // _SLOTS
+                level = values[starts[:, 2]] // np.uint64(size)
                 near = level < levels
                 # Whole buckets of these levels: the bucket the kernel chose, shifted.
                 bucket = values[starts[near, 3]] + np.uint64(d_jiffies)
                 v[starts[near, 3]] = bucket
-                v[starts[near, 2]] = level[near] * _SLOTS + ((bucket >> (level[near] * _LEVEL_SHIFT)) & (_SLOTS - 1))
+                v[starts[near, 2]] = level[near] * np.uint64(size) + ((bucket >> (level[near] * np.uint64(shift)))
+                                                                       & np.uint64(size - 1))
                 far = starts[~near]
                 expires = v[far[:, 0]]
                 idx, bucket = tl.calc_wheel_index(expires, expires - v[far[:, 1]], hz=hz)

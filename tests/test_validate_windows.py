@@ -263,7 +263,7 @@ def test_the_replay_starts_afresh_after_a_loss(tmp_path, monkeypatch):
     trace = tl.read_ftrace(text)
     (loss,) = trace.losses.itertuples(index=False)
     first_after = trace.events.iloc[loss.row]
-    assert (loss.cpu, loss.lost, loss.ts_ns) == (13, 50, first_after.ts_ns)
+    assert (loss.cpu, loss.lost_events, loss.ts_ns) == (13, 50, first_after.ts_ns)
     lines = text.read_bytes().splitlines()
     assert lines[first_after.line - 2] == b"CPU:13 [LOST 50 EVENTS]"  # the line before (1-based)
 

@@ -6,12 +6,12 @@ A per-CPU ring buffer that fills drops events and says so: tracefs prints
 first event it kept after the loss. The readers note each one with the
 row it comes before; here that becomes a table:
 
-======== ================================================================
-row      the position in ``Trace.events`` of the first row after the loss
-ts_ns    that row's time (<NA> for a loss after the last row)
-cpu      the CPU whose buffer lost the events
-lost     how many, <NA> where the marker does not say
-======== ================================================================
+=========== =============================================================
+row         the position in ``Trace.events`` of the first row after the loss
+ts_ns       that row's time (<NA> for a loss after the last row)
+cpu         the CPU whose buffer lost the events
+lost_events how many, <NA> where the marker does not say
+=========== =============================================================
 
 Why it matters: what was lost (an arm, an expiry, a switch to the idle
 task) leaves a replay's state apart from the kernel's from there on, so
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["row", "ts_ns", "cpu", "lost"]
+COLUMNS = ["row", "ts_ns", "cpu", "lost_events"]
 
 
 def loss_frame(rows, cpus, lost, ts_ns) -> pd.DataFrame:
@@ -37,7 +37,7 @@ def loss_frame(rows, cpus, lost, ts_ns) -> pd.DataFrame:
         "row": rows,
         "ts_ns": pd.arrays.IntegerArray(ts.astype(np.int64), ~inside),
         "cpu": np.asarray(cpus, dtype=np.int32),
-        "lost": pd.arrays.IntegerArray(np.maximum(lost, 0), lost < 0),
+        "lost_events": pd.arrays.IntegerArray(np.maximum(lost, 0), lost < 0),
     }, columns=COLUMNS)
 
 

@@ -80,7 +80,7 @@ class Trace:
     losses : pandas.DataFrame
         Each of those points: the row of ``events`` it comes before, that
         row's ``ts_ns``, the ``cpu`` that lost events and how many
-        (``lost``, <NA> where not said) (:mod:`timerlab.trace.losses`).
+        (``lost_events``, <NA> where not said) (:mod:`timerlab.trace.losses`).
     features : Features
         The kernel features the trace shows and what the reader made of them
         (:mod:`timerlab.trace.features`): e.g. ``features.bucket_expiry`` is
