@@ -155,7 +155,7 @@ FtraceParser::FtraceParser(bool strict, std::size_t max_examples) : strict_(stri
   column_of_field_.resize(schema.size());
   for (std::size_t i = 0; i < schema.size(); ++i) {
     schema_index_.emplace(schema[i].name, static_cast<int>(i));  // views of the static schema
-    column_of_field_[i].assign(schema[i].fields.size(), -1);
+    column_of_field_[i].assign(schema[i].fields.size(), nullptr);
   }
 }
 
@@ -777,15 +777,13 @@ FtraceParser::SparseColumn& FtraceParser::new_column(std::string_view name, Colu
   return col;
 }
 
-FtraceParser::SparseColumn& FtraceParser::column_for(int spec_idx, std::size_t field_idx) {
-  int& c = column_of_field_[static_cast<std::size_t>(spec_idx)][field_idx];
-  if (c < 0) {
-    const FieldSpec& fs = ftrace_schema()[static_cast<std::size_t>(spec_idx)].fields[field_idx];
-    const auto it = column_by_name_.find(fs.column);
-    if (it == column_by_name_.end()) new_column(fs.column, storage_of(fs.kind));
-    c = column_by_name_.at(fs.column);
-  }
-  return columns_[static_cast<std::size_t>(c)];
+FtraceParser::SparseColumn& FtraceParser::first_column_for(int spec_idx, std::size_t field_idx) {
+  const FieldSpec& fs = ftrace_schema()[static_cast<std::size_t>(spec_idx)].fields[field_idx];
+  const auto it = column_by_name_.find(fs.column);
+  if (it == column_by_name_.end()) new_column(fs.column, storage_of(fs.kind));
+  SparseColumn* c = &columns_[static_cast<std::size_t>(column_by_name_.at(fs.column))];
+  column_of_field_[static_cast<std::size_t>(spec_idx)][field_idx] = c;
+  return *c;
 }
 
 void FtraceParser::commit(const Framed& f, std::int32_t event_code, int spec_idx, const Staging& st,
@@ -941,7 +939,7 @@ FtraceTable FtraceParser::take() {
   tgid_column_ = -1;
   latency_flags_column_ = -1;
   column_by_name_.clear();
-  for (auto& v : column_of_field_) std::fill(v.begin(), v.end(), -1);
+  for (auto& v : column_of_field_) std::fill(v.begin(), v.end(), nullptr);
   payload_rows_.clear();
   payload_ends_.clear();
   payload_blob_.clear();

@@ -143,22 +143,6 @@ EventFormat parse_event_format(std::string_view text, std::string_view system, s
   return ev;
 }
 
-bool read_field(const EventField& f, std::string_view data, const RecordLayout& layout, std::uint64_t& value) {
-  if (f.offset > data.size() || f.size > data.size() - f.offset || f.size > 8 || f.size == 0) return false;
-  const auto* p = reinterpret_cast<const unsigned char*>(data.data()) + f.offset;
-  std::uint64_t v = 0;
-  for (std::uint32_t i = 0; i < f.size; ++i) {
-    const std::uint32_t k = layout.big_endian ? i : f.size - 1 - i;
-    v = (v << 8) | p[k];
-  }
-  if (f.is_signed && f.size < 8) {
-    const std::uint64_t sign = std::uint64_t{1} << (8 * f.size - 1);
-    v = (v ^ sign) - sign;
-  }
-  value = v;
-  return true;
-}
-
 void Symbols::parse(std::string_view text) {
   std::vector<std::pair<std::uint64_t, std::string>> syms;
   std::size_t pos = 0;

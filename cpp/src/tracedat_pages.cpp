@@ -203,7 +203,9 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direc
   // Per format, bound when its first record comes: most records skip the
   // payload text (tracedat_decode.hpp).
   std::vector<std::unique_ptr<const DirectDecoder>> decoders(raw_formats_.size());
-  std::vector<std::uint8_t> bound(raw_formats_.size(), 0);
+  // Each format parsed when its first record comes (events_ is sized then:
+  // the pointers stay valid).
+  std::vector<const EventFormat*> formats(raw_formats_.size(), nullptr);
   std::vector<std::int32_t> codes(raw_formats_.size(), -1);  // event name codes in `out`
   DecodeScratch scratch;
   FtraceParser::Staging staged;
@@ -225,11 +227,11 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direc
       p.fail(p.record_offset(), "a record of event ID " + std::to_string(id) + ", which no format defines");
     }
     const auto raw = static_cast<std::size_t>(event_index_[id]);
-    const EventFormat& ev = format(raw);
-    if (direct && !bound[raw]) {
-      decoders[raw] = DirectDecoder::bind(ev);
-      bound[raw] = 1;
+    if (!formats[raw]) {
+      formats[raw] = &format(raw);
+      if (direct) decoders[raw] = DirectDecoder::bind(*formats[raw]);
     }
+    const EventFormat& ev = *formats[raw];
     std::uint64_t pid64 = 0;
     if (!read_field(ev.fields[static_cast<std::size_t>(ev.pid_field)], rec, layout_, pid64)) {
       p.fail(p.record_offset(), ev.name + " record of " + std::to_string(rec.size()) + " bytes has no common_pid");

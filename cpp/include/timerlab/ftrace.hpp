@@ -363,7 +363,11 @@ class FtraceParser {
   bool stage_key(const EventSpec& spec, std::string_view key, std::string_view value, Staging& st,
                  std::string& why) const;
   void commit(const Framed& f, std::int32_t event_code, int spec_idx, const Staging& st, bool keep_payload);
-  SparseColumn& column_for(int spec_idx, std::size_t field_idx);
+  SparseColumn& column_for(int spec_idx, std::size_t field_idx) {
+    SparseColumn* c = column_of_field_[static_cast<std::size_t>(spec_idx)][field_idx];
+    return c ? *c : first_column_for(spec_idx, field_idx);
+  }
+  SparseColumn& first_column_for(int spec_idx, std::size_t field_idx);
   SparseColumn& new_column(std::string_view name, ColumnStorage storage);
   void malformed(std::string reason);
   static std::string overlong_reason(bool has_cr);
@@ -382,8 +386,8 @@ class FtraceParser {
   // through the map, then by event code.
   std::unordered_map<std::string_view, int> schema_index_;
   std::vector<int> spec_of_code_;
-  // Per schema event and field: index into columns_, -1 until first used.
-  std::vector<std::vector<int>> column_of_field_;
+  // Per schema event and field: its column (in columns_), null until first used.
+  std::vector<std::vector<SparseColumn*>> column_of_field_;
   std::unordered_map<std::string_view, int> column_by_name_;
 
   // Output.

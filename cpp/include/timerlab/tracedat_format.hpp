@@ -51,7 +51,9 @@
 //     kernel's print fmt.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -135,7 +137,32 @@ bool render_payload(const EventFormat& ev, std::string_view data, const PrintCon
                     std::string& why);
 
 // The value of a numeric field (sign-extended if signed). False if the
-// record is too short.
-bool read_field(const EventField& f, std::string_view data, const RecordLayout& layout, std::uint64_t& value);
+// record is too short. Inline: the decoder reads a few fields of every
+// record, and a field in the machine's own byte order is one load.
+inline bool read_field(const EventField& f, std::string_view data, const RecordLayout& layout,
+                       std::uint64_t& value) {
+  if (f.offset > data.size() || f.size > data.size() - f.offset || f.size > 8 || f.size == 0) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data()) + f.offset;
+  std::uint64_t v = 0;
+  const bool native = layout.big_endian == (std::endian::native == std::endian::big);
+  if (native && f.size == 8) {
+    std::memcpy(&v, p, 8);
+  } else if (native && f.size == 4) {
+    std::uint32_t w;
+    std::memcpy(&w, p, 4);
+    v = w;
+  } else {
+    for (std::uint32_t i = 0; i < f.size; ++i) {
+      const std::uint32_t k = layout.big_endian ? i : f.size - 1 - i;
+      v = (v << 8) | p[k];
+    }
+  }
+  if (f.is_signed && f.size < 8) {
+    const std::uint64_t sign = std::uint64_t{1} << (8 * f.size - 1);
+    v = (v ^ sign) - sign;
+  }
+  value = v;
+  return true;
+}
 
 }  // namespace timerlab
