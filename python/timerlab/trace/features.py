@@ -96,39 +96,45 @@ def detect(events: pd.DataFrame, path, *, source: str, kernel: str | None = None
     (a derived bucket_expiry column, mode and function names as the newest
     kernels and tracefs print them; no row changes), and the Features."""
     notes = []
-    names = set(events["event"].unique().tolist()) if len(events) else set()
-    hz = infer_hz(events)
+    names = _event_names(events)
     starts = (events["event"] == "timer_start").to_numpy()
+    hz = infer_hz(events, starts)
+    # The columns made or renamed, assigned at once: each assign of a column
+    # builds a new frame of every column.
+    changed = {}
     bucket = "none"
     if starts.any():
         bucket = "traced"
-        if "bucket_expiry_jiffies" not in events or events.loc[starts, "bucket_expiry_jiffies"].isna().any():
-            events, derived = _derive_bucket_expiry(events, starts, hz or 250, notes)
-            bucket = "derived" if derived else "none"
+        if "bucket_expiry_jiffies" not in events or events["bucket_expiry_jiffies"].isna().to_numpy()[starts].any():
+            derived = _derive_bucket_expiry(events, starts, hz or 250, notes)
+            if derived is not None:
+                changed["bucket_expiry_jiffies"] = derived
+            bucket = "derived" if derived is not None else "none"
     flags = "traced"
-    if starts.sum() >= 2 and "flags" in events:
-        letters = events.loc[starts, "flags"].astype(str).str.split("|")
-        # (A missing flags value — a damaged line read leniently — stays missing: not a list.)
-        if letters.map(lambda ls: isinstance(ls, list) and {"D", "P", "I"} <= set(ls)).all():
-            flags = "unreliable"
-            events = _recode(events, "flags", lambda c: "M" if "M" in c.split("|") else "")
-            notes.append("trace-cmd printed flags=D|P|I on every timer_start (a libtraceevent bug): the timer "
-                         "flags are unknown and read as none; record with tracefs to have them")
+    if starts.sum() >= 2 and "flags" in events and _every_start_flagged_dpi(events["flags"], starts):
+        flags = "unreliable"
+        changed["flags"] = _recode(events["flags"], lambda c: "M" if "M" in c.split("|") else "")
+        notes.append("trace-cmd printed flags=D|P|I on every timer_start (a libtraceevent bug): the timer "
+                     "flags are unknown and read as none; record with tracefs to have them")
     modes = "none"
     if "mode" in events and events["mode"].notna().any():
         modes = "hex" if any(c.startswith("0x") for c in _values(events, "mode")) else "symbolic"
         if modes == "hex":
-            events = _recode(events, "mode", _mode_name)
+            changed["mode"] = _recode(events["mode"], _mode_name)
+    functions = _values(events, "function") if "function" in events else []
     if "function" in events:
         # trace-cmd's hrtimer plugin prints "sym/0x0": the symbol is what %ps
         # prints. Looked for before it is taken off.
-        if source == "tracefs" and any(_PLUGIN_OFFSET.search(c) for c in _values(events, "function")):
+        if source == "tracefs" and any(_PLUGIN_OFFSET.search(c) for c in functions):
             source = "trace-cmd report"
-        events = _recode(events, "function", lambda c: _PLUGIN_OFFSET.sub("", c))
-    functions = _values(events, "function") if "function" in events else []
+        changed["function"] = _recode(events["function"], lambda c: _PLUGIN_OFFSET.sub("", c))
+        functions = list(dict.fromkeys(_PLUGIN_OFFSET.sub("", c) for c in functions))
+    changed = {k: v for k, v in changed.items() if v is not None}
+    if changed:
+        events = events.assign(**changed)
     deps = ()
     if "dependency" in events:
-        deps = tuple(sorted(str(d) for d in events.loc[events["event"] == "tick_stop", "dependency"].dropna().unique()))
+        deps = tuple(sorted(_values_at(events["dependency"], (events["event"] == "tick_stop").to_numpy())))
     f = dict(source=source, hz=hz, bucket_expiry=bucket, timer_base_idle="timer_base_idle" in names,
              pull_model=any(n.startswith("tmigr_") for n in names),
              was_armed=bool("was_armed" in events and events["was_armed"].notna().any()), hrtimer_modes=modes,
@@ -157,22 +163,52 @@ def category_index(categories) -> pd.Index:
         return pd.Index(categories, dtype=object)
 
 
-def _recode(events, column, rename) -> pd.DataFrame:
-    """A column with its values renamed (names that become equal merge),
-    the rows untouched; a column the C++ reader did not make categorical is
-    made so."""
-    col = events[column]
-    if not isinstance(col.dtype, pd.CategoricalDtype):
-        col = col.astype("category")
+def _as_categorical(col: pd.Series) -> pd.Series:
+    """A column as a categorical one (the C++ reader's string columns are)."""
+    return col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+
+
+def _recode(col, rename) -> pd.Categorical | None:
+    """A column with its values renamed (names that become equal merge), the
+    rows untouched; None when no name changes."""
+    col = _as_categorical(col)
     old = [str(c) for c in col.cat.categories]
     new = [rename(c) for c in old]
     if new == old:
-        return events
+        return None
     cats = list(dict.fromkeys(new))
     where = {c: i for i, c in enumerate(cats)}
     lookup = np.array([where[c] for c in new] + [-1], dtype=np.int32)  # code -1 (missing) stays -1
     codes = lookup[col.cat.codes.to_numpy()]
-    return events.assign(**{column: pd.Categorical.from_codes(codes, categories=category_index(cats))})
+    return pd.Categorical.from_codes(codes, categories=category_index(cats))
+
+
+def _event_names(events) -> set[str]:
+    """The names of the events that occur (by their codes: a category
+    without rows does not count)."""
+    if not len(events):
+        return set()
+    col = _as_categorical(events["event"])
+    present = np.zeros(len(col.cat.categories) + 1, dtype=bool)
+    present[col.cat.codes.to_numpy()] = True  # a missing one (-1) marks the extra last slot
+    return {str(c) for c, p in zip(col.cat.categories.tolist(), present) if p}
+
+
+def _values_at(col, rows) -> list[str]:
+    """The distinct values a column has in these rows (a boolean mask), as
+    strings; missing ones left out."""
+    col = _as_categorical(col)
+    codes = np.unique(col.cat.codes.to_numpy()[rows])
+    cats = col.cat.categories
+    return [str(cats[c]) for c in codes if c >= 0]
+
+
+def _every_start_flagged_dpi(flags, starts) -> bool:
+    """Whether the flags of every timer_start row hold D, P and I (a missing
+    value, a damaged line read leniently, does not)."""
+    flags = _as_categorical(flags)
+    dpi = [{"D", "P", "I"} <= set(str(c).split("|")) for c in flags.cat.categories]
+    return bool(np.array(dpi + [False])[flags.cat.codes.to_numpy()[starts]].all())
 
 
 def release_of(events, path, kernel, f) -> tuple[str, str]:
@@ -268,26 +304,29 @@ def _wheel_clock_ahead(events, hz) -> bool:
     return int((at_j1 & ~at_j).sum()) > int((at_j & ~at_j1).sum())
 
 
-def _starts_with(events, columns):
-    """The timer_start rows (these columns and ts_ns) if every one has all
-    these columns, else None. Only those columns are taken: selecting rows
-    of every column of a large trace costs more than the rest of detect."""
+def _starts_with(events, columns, starts=None) -> dict | None:
+    """The timer_start rows' values (of these columns and ts_ns, as arrays)
+    if every one has all these columns, else None. Only those columns are
+    taken: selecting rows of every column of a large trace costs more than
+    the rest of detect. `starts`: the timer_start mask, if known."""
     if not set(columns) <= set(events.columns):
         return None
-    rows = np.flatnonzero((events["event"] == "timer_start").to_numpy())
+    if starts is None:
+        starts = (events["event"] == "timer_start").to_numpy()
+    rows = np.flatnonzero(starts)
     taken = {c: events[c].array.take(rows) for c in ("ts_ns", *columns)}
     if not len(rows) or any(taken[c].isna().any() for c in columns):
         return None
-    return pd.DataFrame(taken, index=events.index[rows], copy=False)
+    return taken
 
 
-def _derive_bucket_expiry(events, starts, hz, notes) -> tuple[pd.DataFrame, bool]:
-    """The events with bucket_expiry_jiffies recomputed for timer_start, and
-    whether that could be done."""
-    s = _starts_with(events, ("expires_jiffies", "timeout_jiffies", "idx"))
+def _derive_bucket_expiry(events, starts, hz, notes) -> pd.arrays.IntegerArray | None:
+    """The bucket_expiry_jiffies column recomputed for timer_start (`starts`,
+    its rows' mask), or None where that cannot be done."""
+    s = _starts_with(events, ("expires_jiffies", "timeout_jiffies", "idx"), starts)
     if s is None:
         notes.append("bucket_expiry not derived: timer_start lacks expires, timeout or idx")
-        return events, False
+        return None
     bucket, ok = bucket_expiry_from_idx(s["expires_jiffies"].to_numpy(np.uint64),
                                         s["timeout_jiffies"].to_numpy(np.int64), s["idx"].to_numpy(np.int64), hz=hz)
     values = np.zeros(len(events), dtype=np.uint64)
@@ -299,7 +338,7 @@ def _derive_bucket_expiry(events, starts, hz, notes) -> tuple[pd.DataFrame, bool
         notes.append(f"bucket_expiry not derived for {int((~ok).sum())} timer_start lines: idx fits no clock near "
                      "jiffies (a vendor-modified wheel?)")
     notes.append("bucket_expiry derived from expires, timeout and idx (the kernel before 6.8 does not print it)")
-    return events.assign(bucket_expiry_jiffies=pd.arrays.IntegerArray(values, mask)), True
+    return pd.arrays.IntegerArray(values, mask)
 
 
 def _mode_name(mode) -> str:
@@ -310,11 +349,11 @@ def _mode_name(mode) -> str:
     return "|".join(["REL" if bits & 1 else "ABS"] + [name for bit, name in _MODE_BITS if bits & bit])
 
 
-def infer_hz(ev) -> int | None:
+def infer_hz(ev, starts=None) -> int | None:
     """HZ from how fast jiffies (timer_start's expires - timeout) advance in
-    trace time."""
-    s = _starts_with(ev, ("expires_jiffies", "timeout_jiffies"))
-    if s is None or len(s) < 2:
+    trace time. `starts`: the timer_start rows' mask, if known."""
+    s = _starts_with(ev, ("expires_jiffies", "timeout_jiffies"), starts)
+    if s is None or len(s["ts_ns"]) < 2:
         return None
     j = (s["expires_jiffies"].to_numpy(np.uint64) - s["timeout_jiffies"].to_numpy(np.int64).astype(np.uint64))
     t = s["ts_ns"].to_numpy(np.int64)
