@@ -694,7 +694,11 @@ void FtraceParser::add_record(std::int64_t record, std::int64_t ts_ns, std::int3
                               std::string_view task, std::string_view event, std::string_view payload) {
   if (failed_) return;
   line_no_ = record;
-  add_framed(binary_framed(ts_ns, cpu, pid, task, event, payload));
+  // Trimmed as the text reader trims a line's payload: a print fmt that
+  // starts or ends with a blank, or ends with a newline (which ends the
+  // line in the text), gives the same row either way.
+  while (!payload.empty() && (is_space(payload.back()) || payload.back() == '\n')) payload.remove_suffix(1);
+  add_framed(binary_framed(ts_ns, cpu, pid, task, event, ltrim(payload)));
 }
 
 void FtraceParser::add_staged(std::int64_t record, std::int64_t ts_ns, std::int32_t cpu, std::int32_t pid,

@@ -216,7 +216,7 @@ void TraceDat::option(std::uint16_t id, Cursor& c, std::uint32_t size, bool v7) 
       else if (id == kOptFtraceEvents) formats(s, true);
       else if (id == kOptEventFormats) formats(s, false);
       else if (id == kOptKallsyms) kallsyms(s);
-      else if (id == kOptPrintk) s.skip(s.u32());
+      else if (id == kOptPrintk) printk_.parse(s.bytes(s.u32()));
       else cmdlines(s, s.u64());
       break;
     }
@@ -237,7 +237,7 @@ void TraceDat::read_v6(Cursor& c) {
   c.set_section("kallsyms");
   kallsyms(c);
   c.set_section("trace_printk formats");
-  c.skip(c.u32());
+  printk_.parse(c.bytes(c.u32()));
   c.set_section("saved cmdlines");
   cmdlines(c, c.u64());
   c.set_section("options");

@@ -112,6 +112,8 @@ std::unique_ptr<const DirectDecoder> DirectDecoder::bind(const EventFormat& ev) 
         keys = {"hrtimer", "now", "function"};
         fits = is_number_field(field(0)) && is_number_field(field(1)) && is_number_field(field(2));
         break;
+      case Plugin::TlbFlush:  // these two are not in the schema
+      case Plugin::SysEnterFutex:
       case Plugin::None:
         break;
     }

@@ -117,6 +117,23 @@ class Lexer {
 };
 
 
+// Enum constants trace-cmd (libtraceevent) knows by name when a format
+// prints them unresolved: the softirq numbers and the hrtimer restart codes,
+// kernel ABI that has not changed since they were introduced.
+bool builtin_name_value(std::string_view name, std::uint64_t& value) {
+  static constexpr std::pair<std::string_view, std::uint64_t> known[] = {
+      {"HI_SOFTIRQ", 0},      {"TIMER_SOFTIRQ", 1}, {"NET_TX_SOFTIRQ", 2}, {"NET_RX_SOFTIRQ", 3},
+      {"BLOCK_SOFTIRQ", 4},   {"IRQ_POLL_SOFTIRQ", 5}, {"TASKLET_SOFTIRQ", 6}, {"SCHED_SOFTIRQ", 7},
+      {"HRTIMER_SOFTIRQ", 8}, {"RCU_SOFTIRQ", 9},   {"HRTIMER_NORESTART", 0}, {"HRTIMER_RESTART", 1}};
+  for (const auto& [n, v] : known) {
+    if (n == name) {
+      value = v;
+      return true;
+    }
+  }
+  return false;
+}
+
 // ---------------------------------------------------------------------------
 // The compiler.
 
@@ -273,6 +290,22 @@ class Compiler {
     return -1;
   }
 
+  // REC->name[index] of an array field of numbers.
+  int element(const std::string& name, std::string& why) {
+    const EventField* f = ev_.field(name);
+    if (!f || f->kind != EventField::Kind::Array) {
+      why = "no array field " + name;
+      return -1;
+    }
+    if (!advance(why)) return -1;  // '['
+    Node n;
+    n.op = Op::Index;
+    n.field = static_cast<int>(f - ev_.fields.data());
+    n.a = expr(why);
+    if (n.a < 0 || !expect("]", why)) return -1;
+    return add(std::move(n));
+  }
+
   // { value, "string" } pairs of __print_flags / __print_symbolic.
   bool table(Node& n, std::string& why) {
     while (is(",")) {
@@ -286,8 +319,14 @@ class Compiler {
       std::string s = tok_.text;
       if (!advance(why) || !expect("}", why)) return false;
       std::uint64_t value = 0;
-      if (!constant(v, value, why)) return false;
+      const Node& entry = pf_.nodes[static_cast<std::size_t>(v)];
+      // An entry named by an enum constant the file does not resolve has
+      // no value; trace-cmd knows a few by name (builtin_name_value).
+      const bool named = entry.op == Op::Name;
+      const bool nameless = named && !builtin_name_value(entry.str, value);
+      if (!named && !constant(v, value, why)) return false;
       n.table.emplace_back(value, std::move(s));
+      n.nameless.push_back(nameless);
     }
     return true;
   }
@@ -300,6 +339,7 @@ class Compiler {
       case Op::Neg: if (!constant(n.a, a, why)) return false; value = 0 - a; return true;
       case Op::BitNot: if (!constant(n.a, a, why)) return false; value = ~a; return true;
       case Op::Cast: return constant(n.a, value, why);
+      case Op::Name: value = 0; return true;  // inside an expression: 0, as trace-cmd reads it
       default: break;
     }
     if (n.a < 0 || n.b < 0 || n.op < Op::Mul || !constant(n.a, a, why) || !constant(n.b, b, why)) {
@@ -310,8 +350,8 @@ class Compiler {
       case Op::Add: value = a + b; return true;
       case Op::Sub: value = a - b; return true;
       case Op::Mul: value = a * b; return true;
-      case Op::Shl: value = b < 64 ? a << b : 0; return true;
-      case Op::Shr: value = b < 64 ? a >> b : 0; return true;
+      case Op::Shl: value = a << (b & 63); return true;  // the count modulo 64, as in eval
+      case Op::Shr: value = a >> (b & 63); return true;
       case Op::Or: value = a | b; return true;
       case Op::And: value = a & b; return true;
       case Op::Xor: value = a ^ b; return true;
@@ -337,8 +377,9 @@ class Compiler {
       }
       if (!table(n, why)) return -1;
     } else if (name == "__get_str" || name == "__get_bitmask" || name == "__get_cpumask" ||
-               name == "__get_rel_str") {
+               name == "__get_rel_str" || name == "__get_rel_bitmask" || name == "__get_rel_cpumask") {
       n.op = name == "__get_str" || name == "__get_rel_str" ? Op::GetStr : Op::Bitmask;
+      n.num = name == "__get_cpumask" || name == "__get_rel_cpumask";  // printed as a CPU list
       if (tok_.kind != Tok::Ident) {
         why = name + " without a field";
         return -1;
@@ -367,6 +408,13 @@ class Compiler {
       if (tok_.kind == Tok::Ident && type_word(tok_.text)) return cast(why);
       const int e = expr(why);
       if (e < 0 || !expect(")", why)) return -1;
+      // `(loff_t)REC->x`: a name in parentheses before an operand is a cast
+      // to a typedef; its width is not in the file, so the value passes
+      // unchanged, as trace-cmd passes it.
+      if (pf_.nodes[static_cast<std::size_t>(e)].op == Op::Name &&
+          (tok_.kind == Tok::Ident || tok_.kind == Tok::Num || is("("))) {
+        return unary(why);
+      }
       return e;
     }
     if (tok_.kind == Tok::Ident) {
@@ -380,11 +428,18 @@ class Compiler {
         }
         const std::string f = tok_.text;
         if (!advance(why)) return -1;
+        if (is("[")) return element(f, why);
         return field_ref(f, why);
       }
       if (is("(")) return call(name, why);
-      why = "unresolved name " + name;
-      return -1;
+      // An enum constant the kernel did not turn into its number (no
+      // TRACE_DEFINE_ENUM): its value is not in the file. As trace-cmd
+      // does, it reads as 0 in an expression and matches nothing in a
+      // table (see table()).
+      Node n;
+      n.op = Op::Name;
+      n.str = name;
+      return add(std::move(n));
     }
     why = "unexpected '" + tok_.text + "'";
     return -1;

@@ -100,10 +100,11 @@ bool DirectDecoder::decode_plugin(const EventFormat& ev, std::string_view rec, c
   auto field = [&](std::size_t k) -> const EventField& {
     return ev.fields[static_cast<std::size_t>(ev.plugin_fields[k])];
   };
+  // As the sched plugin reads a field (detail::as_plugin_reads).
   auto number = [&](std::size_t k) {
     std::uint64_t v = 0;
     read_field(field(k), rec, l, v);  // inside the record: checked by decode()
-    return v;
+    return detail::as_plugin_reads(v, field(k).size);
   };
   auto slot = [&](std::size_t k) -> FtraceParser::Staged& {
     return st[static_cast<std::size_t>(plugin_slot_[k])];
@@ -121,7 +122,10 @@ bool DirectDecoder::decode_plugin(const EventFormat& ev, std::string_view rec, c
     c.missing = false;
     c.text = name;
     set_bits(slot(pid), p);
-    set_bits(slot(prio), std::bit_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(number(prio))}));
+    // sched_switch prints its prios as (int), sched_wakeup as read.
+    set_bits(slot(prio), ev.plugin == Plugin::SchedSwitch
+                             ? std::bit_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(number(prio))})
+                             : number(prio));
     if (ctx.register_comm) ctx.register_comm(ctx.self, static_cast<std::int32_t>(p), name);
     return true;
   };
@@ -155,8 +159,7 @@ bool DirectDecoder::decode_plugin(const EventFormat& ev, std::string_view rec, c
     }
     case Plugin::SchedWakeup: {
       if (!task(0, 1, 2)) return false;
-      // CPU:%03d of the value as int.
-      set_bits(slot(4), std::bit_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(number(4))}));
+      set_bits(slot(4), number(4));  // CPU:%03llu
       return true;
     }
     case Plugin::HrtimerStart:
@@ -170,6 +173,8 @@ bool DirectDecoder::decode_plugin(const EventFormat& ev, std::string_view rec, c
       set_bits(slot(1), number(1));
       function(2);
       return true;
+    case Plugin::TlbFlush:  // these two are not in the schema: never bound
+    case Plugin::SysEnterFutex:
     case Plugin::None:
       break;
   }

@@ -60,6 +60,7 @@ EventField parse_field(std::string_view line) {
   while (b > 0 && (std::isalnum(static_cast<unsigned char>(before[b - 1])) || before[b - 1] == '_')) --b;
   if (b == e) throw std::invalid_argument("no field name in '" + std::string(decl) + "'");
   f.name = std::string(before.substr(b, e - b));
+  if (array) parse_u32(trim(d.substr(br + 1, d.size() - br - 2)), f.elements);
   f.type = std::string(trim(before.substr(0, b)));
   f.common = f.name.rfind("common_", 0) == 0;
   if (f.type.rfind("__data_loc", 0) == 0) {
@@ -85,6 +86,8 @@ Plugin plugin_of(std::string_view name) {
   if (name == "sched_wakeup" || name == "sched_wakeup_new") return Plugin::SchedWakeup;
   if (name == "hrtimer_start") return Plugin::HrtimerStart;
   if (name == "hrtimer_expire_entry") return Plugin::HrtimerExpireEntry;
+  if (name == "tlb_flush") return Plugin::TlbFlush;
+  if (name == "sys_enter_futex") return Plugin::SysEnterFutex;
   return Plugin::None;
 }
 
@@ -143,27 +146,64 @@ EventFormat parse_event_format(std::string_view text, std::string_view system, s
   return ev;
 }
 
-void Symbols::parse(std::string_view text) {
-  std::vector<std::pair<std::uint64_t, std::string>> syms;
+namespace {
+
+// Each line of a text section, without its newline.
+template <class Fn>
+void for_each_line(std::string_view text, Fn&& fn) {
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(pos, nl - pos);
+    fn(text.substr(pos, nl - pos));
     pos = nl + 1;
+  }
+}
+
+}  // namespace
+
+void PrintkStrings::parse(std::string_view text) {
+  // As trace-cmd reads the section: the address in hex before the first
+  // ':', the text after ": ", without its quotes and a trailing literal \n.
+  for_each_line(text, [&](std::string_view line) {
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos || colon + 1 >= line.size()) return;
+    std::string_view addr_text = line.substr(0, colon);
+    if (addr_text.substr(0, 2) == "0x" || addr_text.substr(0, 2) == "0X") addr_text.remove_prefix(2);
+    std::uint64_t addr = 0;
+    const auto r = std::from_chars(addr_text.data(), addr_text.data() + addr_text.size(), addr, 16);
+    if (r.ptr == addr_text.data()) return;
+    std::string_view str = line.substr(colon + 2 <= line.size() ? colon + 2 : line.size());
+    if (!str.empty() && str.front() == '"') str.remove_prefix(1);
+    if (!str.empty() && str.back() == '"') {
+      str.remove_suffix(1);
+      if (str.size() >= 2 && str.substr(str.size() - 2) == "\\n") str.remove_suffix(2);
+    }
+    strings_[addr] = std::string(str);
+  });
+}
+
+const std::string* PrintkStrings::find(std::uint64_t addr) const {
+  const auto it = strings_.find(addr);
+  return it == strings_.end() ? nullptr : &it->second;
+}
+
+void Symbols::parse(std::string_view text) {
+  std::vector<std::pair<std::uint64_t, std::string>> syms;
+  for_each_line(text, [&](std::string_view line) {
     const std::size_t s1 = line.find(' ');
-    if (s1 == std::string_view::npos) continue;
+    if (s1 == std::string_view::npos) return;
     const std::size_t s2 = line.find(' ', s1 + 1);
-    if (s2 == std::string_view::npos) continue;
+    if (s2 == std::string_view::npos) return;
     std::uint64_t addr = 0;
     const auto r = std::from_chars(line.data(), line.data() + s1, addr, 16);
-    if (r.ec != std::errc() || r.ptr != line.data() + s1) continue;
+    if (r.ec != std::errc() || r.ptr != line.data() + s1) return;
     std::string_view name = line.substr(s2 + 1);
     const std::size_t tab = name.find_first_of("\t ");
     if (tab != std::string_view::npos) name = name.substr(0, tab);
-    if (name.empty()) continue;
+    if (name.empty()) return;
     syms.emplace_back(addr, std::string(name));
-  }
+  });
   std::stable_sort(syms.begin(), syms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   addrs_.clear();
   names_.clear();

@@ -195,6 +195,7 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direc
   PrintContext ctx;
   ctx.layout = layout_;
   ctx.symbols = &symbols_;
+  ctx.printk = &printk_;
   ctx.self = this;
   ctx.register_comm = [](void* self, std::int32_t pid, std::string_view comm) {
     static_cast<TraceDat*>(self)->register_comm(pid, comm);

@@ -67,6 +67,30 @@ void put_hex(std::string& out, std::uint64_t v, const char* fmt = "0x%" PRIx64) 
   out.append(buf);
 }
 
+// A cpumask as trace-cmd prints __get_cpumask(): the CPUs set, runs of two
+// or more as "first-last", comma separated (the kernel's own text is the
+// hex of __get_bitmask; libtraceevent 1.7 prints the list). The bytes are
+// read lowest first, in reverse for a big-endian file, as trace-cmd reads them.
+void put_cpu_list(std::string& out, std::string_view mask, bool big_endian) {
+  const std::size_t bits = mask.size() * 8;
+  auto set = [&](std::size_t k) {
+    const std::size_t byte = big_endian ? mask.size() - 1 - k / 8 : k / 8;
+    return (static_cast<unsigned char>(mask[byte]) >> (k % 8)) & 1;
+  };
+  for (std::size_t k = 0; k < bits;) {
+    if (!set(k)) {
+      ++k;
+      continue;
+    }
+    std::size_t end = k;
+    while (end + 1 < bits && set(end + 1)) ++end;
+    if (!out.empty()) out.push_back(',');
+    out.append(std::to_string(k));
+    if (end > k) out.append("-" + std::to_string(end));
+    k = end + 1;
+  }
+}
+
 // "0x" and the hex digits, without snprintf.
 void put_0x(std::string& out, std::uint64_t v) {
   char buf[24];
@@ -124,6 +148,7 @@ Val PrintFormat::eval(int idx, const EventFormat& ev, std::string_view data, con
   Val v;
   switch (n.op) {
     case Op::Num:
+    case Op::Name:  // an unresolved enum constant: 0, as trace-cmd reads it
       v.n = n.num;
       return v;
     case Op::Str:
@@ -143,11 +168,28 @@ Val PrintFormat::eval(int idx, const EventFormat& ev, std::string_view data, con
       }
       return v;
     }
+    case Op::Index: {
+      // An element of a fixed array, n bytes each (size / [n]; a long when
+      // the declaration does not say); outside the array it reads as 0.
+      const EventField& f = ev.fields[static_cast<std::size_t>(n.field)];
+      const std::uint64_t i = eval(n.a, ev, data, ctx, scratch).n;
+      const std::uint32_t size = f.elements ? f.size / f.elements : ctx.layout.long_size;
+      if (size == 0 || size > 8 || i >= f.size / size) return v;
+      EventField e;
+      e.offset = f.offset + static_cast<std::uint32_t>(i) * size;
+      e.size = size;
+      e.is_signed = f.is_signed;
+      read_field(e, data, ctx.layout, v.n);  // inside the record: the caller checked every field
+      v.sign = f.is_signed;
+      return v;
+    }
     case Op::Bitmask: {
       const EventField& f = ev.fields[static_cast<std::size_t>(nodes[static_cast<std::size_t>(n.a)].field)];
       std::string_view b;
       scratch.clear();
-      if (field_bytes(f, data, ctx.layout, b)) {
+      if (field_bytes(f, data, ctx.layout, b) && n.num) {
+        put_cpu_list(scratch, b, ctx.layout.big_endian);
+      } else if (!b.empty()) {
         // 32-bit words, most significant first, comma separated.
         for (std::size_t w = (b.size() + 3) / 4; w-- > 0;) {
           std::uint32_t word = 0;
@@ -190,16 +232,23 @@ Val PrintFormat::eval(int idx, const EventFormat& ev, std::string_view data, con
       scratch.clear();
       v.is_str = true;
       if (n.op == Op::Symbolic) {
-        for (const auto& [value, s] : n.table) {
-          if (value == x) {
-            v.s = s;
+        for (std::size_t i = 0; i < n.table.size(); ++i) {
+          if (n.table[i].first == x && !n.nameless[i]) {
+            v.s = n.table[i].second;
             return v;
           }
         }
         put_hex(scratch, x);
       } else {
         bool any = false;
-        for (const auto& [value, s] : n.table) {
+        for (std::size_t i = 0; i < n.table.size(); ++i) {
+          const auto& [value, s] = n.table[i];
+          if (n.nameless[i]) {
+            if (x != 0) continue;
+            scratch = s;
+            any = true;
+            break;
+          }
           if (value == 0 && x == 0) {
             scratch = s;
             any = true;
@@ -245,8 +294,10 @@ Val PrintFormat::eval(int idx, const EventFormat& ev, std::string_view data, con
     case Op::Mod: v.n = b.n == 0 ? 0 : s && !(sa == INT64_MIN && sb == -1) ? static_cast<std::uint64_t>(sa % sb) : a.n % b.n; break;
     case Op::Add: v.n = a.n + b.n; break;
     case Op::Sub: v.n = a.n - b.n; break;
-    case Op::Shl: v.n = b.n < 64 ? a.n << b.n : 0; v.sign = a.sign; break;
-    case Op::Shr: v.n = b.n < 64 ? (a.sign ? static_cast<std::uint64_t>(sa >> b.n) : a.n >> b.n) : 0; v.sign = a.sign; break;
+    // A shift by 64 or more is undefined in C; x86, which the kernel and
+    // trace-cmd run on, takes the count modulo 64.
+    case Op::Shl: v.n = a.n << (b.n & 63); v.sign = a.sign; break;
+    case Op::Shr: v.n = a.sign ? static_cast<std::uint64_t>(sa >> (b.n & 63)) : a.n >> (b.n & 63); v.sign = a.sign; break;
     case Op::Lt: v.n = s ? sa < sb : a.n < b.n; v.sign = true; break;
     case Op::Gt: v.n = s ? sa > sb : a.n > b.n; v.sign = true; break;
     case Op::Le: v.n = s ? sa <= sb : a.n <= b.n; v.sign = true; break;
@@ -328,7 +379,16 @@ void PrintFormat::render_conv(std::size_t i, const EventFormat& ev, std::string_
   }
   const Val v = eval(c.arg, ev, data, ctx, scratch);
   if (c.conv == 's') {
-    if (!v.is_str) {
+    const Node& arg = nodes[static_cast<std::size_t>(c.arg)];
+    if (!v.is_str && arg.op == Op::Field &&
+        ev.fields[static_cast<std::size_t>(arg.field)].size == ctx.layout.long_size) {
+      // A `const char *` field: the kernel's string at that address, if
+      // the file's printk formats hold it, else the address in hex (no
+      // 0x), as trace-cmd prints it.
+      const std::string* str = ctx.printk ? ctx.printk->find(v.n) : nullptr;
+      if (str) out.append(*str);
+      else put_hex(out, v.n, "%" PRIx64);
+    } else if (!v.is_str) {
       put_int(out, "", 'u', v.n, false);
     } else if (spec->empty()) {
       out.append(v.s);
@@ -425,6 +485,10 @@ std::vector<std::string_view> plugin_field_names(Plugin p) {
       return {"hrtimer", "function", "expires", "softexpires"};
     case Plugin::HrtimerExpireEntry:
       return {"hrtimer", "now", "function"};
+    case Plugin::TlbFlush:
+      return {"pages", "reason"};
+    case Plugin::SysEnterFutex:
+      return {"uaddr", "op", "val", "utime", "uaddr2", "val3"};
     case Plugin::None:
       break;
   }
@@ -433,20 +497,69 @@ std::vector<std::string_view> plugin_field_names(Plugin p) {
 
 namespace {
 
+// trace-cmd's futex plugin for sys_enter_futex: the operation by name (the
+// futex ABI's 13 commands), its flags, then the arguments that operation
+// uses, each as it prints it ('x': 0x%08llx, 'u': %llu). False (print the
+// format instead) for another command.
+bool put_futex(const EventFormat& ev, std::string_view data, const RecordLayout& l, std::string& out) {
+  struct Cmd {
+    const char* name;
+    char val, second, uaddr2, val3;  // how each is printed; 0: not
+    bool second_is_val2;             // the 4th argument printed as val2=, else utime=
+  };
+  static constexpr Cmd cmds[] = {
+      {"FUTEX_WAIT", 'x', 'x', 0, 0, false},         {"FUTEX_WAKE", 'u', 0, 0, 0, false},
+      {"FUTEX_FD", 'u', 0, 0, 0, false},             {"FUTEX_REQUEUE", 'u', 'u', 'x', 0, true},
+      {"FUTEX_CMP_REQUEUE", 'u', 'u', 'x', 'x', true}, {"FUTEX_WAKE_OP", 'u', 'u', 'x', 'x', true},
+      {"FUTEX_LOCK_PI", 0, 'x', 0, 0, false},        {"FUTEX_UNLOCK_PI", 0, 0, 0, 0, false},
+      {"FUTEX_TRYLOCK_PI", 0, 0, 0, 0, false},       {"FUTEX_WAIT_BITSET", 'x', 'x', 0, 'x', false},
+      {"FUTEX_WAKE_BITSET", 'u', 0, 0, 'x', false},  {"FUTEX_WAIT_REQUEUE_PI", 'x', 'x', 'x', 'x', false},
+      {"FUTEX_CMP_REQUEUE_PI", 'u', 'u', 'x', 'x', true}};
+  constexpr std::uint64_t kPrivate = 128, kClockRealtime = 256;
+  std::uint64_t a[6];
+  for (int k = 0; k < 6; ++k) {
+    if (!number(ev, k, data, l, a[k])) return false;
+    a[k] = as_plugin_reads(a[k], plugin_field(ev, k)->size);
+  }
+  const std::uint64_t cmd = a[1] & ~(kPrivate | kClockRealtime);
+  if (cmd >= std::size(cmds)) return false;
+  const Cmd& c = cmds[cmd];
+  auto put = [&](const char* label, char how, std::uint64_t v) {
+    if (!how) return;
+    out.append(label);
+    if (how == 'x') put_hex(out, v, "0x%08" PRIx64);
+    else put_u(out, v);
+  };
+  out.append("op=");
+  out.append(c.name);
+  if (a[1] & kPrivate) out.append("|FUTEX_PRIVATE_FLAG");
+  if (a[1] & kClockRealtime) out.append("|FUTEX_CLOCK_REALTIME");
+  put(" uaddr=", 'x', a[0]);
+  put(" val=", c.val, a[2]);
+  put(c.second_is_val2 ? " val2=" : " utime=", c.second, a[3]);
+  put(" uaddr2=", c.uaddr2, a[4]);
+  put(" val3=", c.val3, a[5]);
+  return true;
+}
+
 bool render_plugin(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out) {
   const RecordLayout& l = ctx.layout;
+  // The plugin's unsigned read of field k (as_plugin_reads).
+  auto raw = [&](int k, std::uint64_t& v) {
+    if (!number(ev, k, data, l, v)) return false;
+    v = as_plugin_reads(v, plugin_field(ev, k)->size);
+    return true;
+  };
   auto task = [&](int comm_field, int pid_field, int prio_field) {
     std::string_view comm;
     std::uint64_t pid = 0, prio = 0;
-    if (!text(ev, comm_field, data, l, comm) || !number(ev, pid_field, data, l, pid) ||
-        !number(ev, prio_field, data, l, prio)) {
-      return false;
-    }
+    if (!text(ev, comm_field, data, l, comm) || !raw(pid_field, pid) || !raw(prio_field, prio)) return false;
     out.append(comm);
     out.push_back(':');
     put_dec(out, static_cast<std::int64_t>(pid));
     out.append(" [");
-    put_dec(out, static_cast<std::int32_t>(prio));
+    if (ev.plugin == Plugin::SchedSwitch) put_dec(out, static_cast<std::int32_t>(prio));
+    else put_dec(out, static_cast<std::int64_t>(prio));
     out.push_back(']');
     if (ctx.register_comm) ctx.register_comm(ctx.self, static_cast<std::int32_t>(pid), comm);
     return true;
@@ -462,13 +575,13 @@ bool render_plugin(const EventFormat& ev, std::string_view data, const PrintCont
     }
     case Plugin::SchedWakeup: {
       if (!task(0, 1, 2)) return false;
-      if (number(ev, 3, data, l, a)) {
+      if (raw(3, a)) {
         out.append(" success=");
-        put_dec(out, static_cast<std::int32_t>(a));
+        put_dec(out, static_cast<std::int64_t>(a));
       }
-      if (!number(ev, 4, data, l, b)) return false;
+      if (!raw(4, b)) return false;
       out.append(" CPU:");
-      put_int(out, "03", 'd', cut(b, 32, true), true);
+      put_int(out, "03", 'u', b, false);
       return true;
     }
     case Plugin::HrtimerStart:
@@ -496,6 +609,23 @@ bool render_plugin(const EventFormat& ev, std::string_view data, const PrintCont
       out.append(" function=");
       put_plugin_function(out, c, ctx.symbols);
       return true;
+    case Plugin::TlbFlush: {
+      // trace-cmd's tlb plugin: the reason by name for the four the kernel
+      // has had since 3.x, then its number.
+      if (!raw(0, a) || !raw(1, b)) return false;
+      static constexpr const char* reasons[] = {"flush on task switch", "remote shootdown", "local shootdown",
+                                                "local mm shootdown"};
+      out.append("pages=");
+      put_dec(out, static_cast<std::int64_t>(a));
+      out.append(" reason=");
+      if (b < std::size(reasons)) out.append(reasons[b]);
+      out.append(" (");
+      put_dec(out, static_cast<std::int64_t>(b));
+      out.push_back(')');
+      return true;
+    }
+    case Plugin::SysEnterFutex:
+      return put_futex(ev, data, l, out);
     case Plugin::None:
       break;
   }

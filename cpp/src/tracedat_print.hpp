@@ -23,6 +23,8 @@ namespace detail {
 
 enum class Op : std::uint8_t {
   Num, Str, Field, Neg, Not, BitNot, Cast, Cond, Flags, Symbolic, GetStr, Bitmask,
+  Name,  // an identifier the format does not define (an enum constant): str
+  Index,  // element a of array field `field` (REC->args[0])
   Mul, Div, Mod, Add, Sub, Shl, Shr, Lt, Gt, Le, Ge, Eq, Ne, And, Xor, Or, LAnd, LOr
 };
 
@@ -35,6 +37,10 @@ struct Node {
   std::string str;    // Str: literal; Flags: delimiter
   int field = -1;
   std::vector<std::pair<std::uint64_t, std::string>> table;
+  // Per table entry: its value is an enum constant the file leaves
+  // unresolved, so it has none (Flags print it only for a value of 0, the
+  // first such entry, as trace-cmd does; Symbolic never match it).
+  std::vector<bool> nameless;
 };
 
 struct Conv {
@@ -80,6 +86,13 @@ namespace detail {
 // the low 8 bits, or R).
 void put_plugin_function(std::string& out, std::uint64_t addr, const Symbols* syms);
 void put_state(std::string& out, std::uint64_t state);
+// A field's value as the sched plugin reads it (tep_get_field_val): its
+// bytes as an unsigned number, not sign-extended; the plugin then prints
+// pids, wakeup prio, success and target CPU with %lld/%llu of that (a
+// 4-byte -1 prints 4294967295), only sched_switch's prios as (int).
+inline std::uint64_t as_plugin_reads(std::uint64_t v, std::uint32_t field_size) {
+  return field_size >= 8 ? v : v & ((std::uint64_t{1} << (8 * field_size)) - 1);
+}
 // The value a conversion prints: the argument cut to its width and sign.
 std::uint64_t cut(std::uint64_t v, int bits, bool sign);
 // The bytes of a char array or a dynamic field; false if outside the record.

@@ -142,6 +142,45 @@ TEST(TraceDat, FlagsSymbolsAndTernariesPrintAsTraceCmd) {
   EXPECT_EQ(r.payloads[0], "fn=first at=first+0x10 p=0xffffffff81000010 st=D|0x4 vec=0x6 cpu=002");
 }
 
+// What trace-cmd does where a format leaves C: enum constants the kernel
+// did not resolve, casts to typedefs, array elements, constant strings by
+// address, cpumasks, shifts of 64 or more.
+TEST(TraceDat, UnresolvedNamesCastsArraysAndStringsPrintAsTraceCmd) {
+  const std::string fmt =
+      "name: t4\nID: 10\nformat:\n"
+      "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+      "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+      "\tfield:unsigned int mode;\toffset:8;\tsize:4;\tsigned:0;\n"
+      "\tfield:unsigned int vec;\toffset:12;\tsize:4;\tsigned:0;\n"
+      "\tfield:unsigned long args[2];\toffset:16;\tsize:16;\tsigned:0;\n"
+      "\tfield:const char * s;\toffset:32;\tsize:8;\tsigned:0;\n"
+      "\tfield:const char * t;\toffset:40;\tsize:8;\tsigned:0;\n"
+      "\tfield:__data_loc unsigned long[] mask;\toffset:48;\tsize:4;\tsigned:0;\n"
+      "print fmt: \"m=%s z=%s v=%s f=%s x=%lld a=%lx,%lx s=%s t=%s c=%s h=%u\", "
+      "__print_symbolic(REC->mode, { MODE_ABS, \"ABS\" }, { 1, \"REL\" }), "
+      "__print_symbolic(REC->vec, { MODE_ABS, \"ABS\" }), "
+      "__print_symbolic(REC->vec, { TIMER_SOFTIRQ, \"TIMER\" }), "
+      "__print_flags(REC->vec, \"|\", { FLAG_A, \"A\" }, { 2, \"B\" }), "
+      "((loff_t)REC->mode) << 12 | UNKNOWN, REC->args[0], REC->args[1], REC->s, REC->t, __get_cpumask(mask), "
+      "1U << (REC->vec + 63)\n";
+  std::string rec = common_fields(10, 0);
+  put(rec, 5, 4);                    // mode
+  put(rec, 1, 4);                    // vec
+  put(rec, 0x10, 8);                 // args[0]
+  put(rec, 0xffffffffffffffff, 8);   // args[1]
+  put(rec, 0xffffffff82000040, 8);   // s: in the printk formats
+  put(rec, 0xffffffff82000080, 8);   // t: not
+  put(rec, (8u << 16) | 52u, 4);     // mask: 8 bytes at 52
+  put(rec, 0x30000000b, 8);          // CPUs 0-1, 3, 32-33
+  const std::string printk = "0xffffffff82000040 : \"Start context switch\"\n"
+                             "0xffffffff82000050 : \"with a newline\\n\"\n";
+  const Read r = read(v6_file({fmt}, "", "", {Page(0).event(0, rec).build()}, printk));
+  ASSERT_EQ(r.payloads.size(), 1u);
+  EXPECT_EQ(r.payloads[0],
+            "m=0x5 z=0x1 v=TIMER f=0x1 x=20480 a=10,ffffffffffffffff s=Start context switch t=ffffffff82000080 "
+            "c=0-1,3,32-33 h=1");
+}
+
 TEST(TraceDat, V7BuffersAreSelectedByName) {
   const std::string rec = test_record(42, 1, "top", 0);
   const std::string inst = test_record(42, 2, "inst", 0);

@@ -200,9 +200,10 @@ inline const char* const kHeaderPage =
     "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
 
 // A v6 file: one system "test" with the given formats, kallsyms, cmdlines,
-// and per-CPU data (whole pages).
+// per-CPU data (whole pages) and trace_printk formats.
 inline std::string v6_file(const std::vector<std::string>& formats, const std::string& kallsyms,
-                           const std::string& cmdlines, const std::vector<std::string>& cpu_data) {
+                           const std::string& cmdlines, const std::vector<std::string>& cpu_data,
+                           const std::string& printk = "") {
   std::string f("\x17\x08\x44tracing6", 11);
   f.push_back('\0');
   f.push_back('\0');  // little endian
@@ -223,7 +224,8 @@ inline std::string v6_file(const std::vector<std::string>& formats, const std::s
   }
   put(f, kallsyms.size(), 4);
   f += kallsyms;
-  put(f, 0, 4);  // printk
+  put(f, printk.size(), 4);
+  f += printk;
   put(f, cmdlines.size(), 8);
   f += cmdlines;
   put(f, cpu_data.size(), 4);

@@ -175,6 +175,7 @@ class TraceDat {
   std::vector<int> event_index_;        // ID -> index into raw_formats_, -1 if none
   std::deque<std::string> sections_;    // decompressed sections the formats view
   Symbols symbols_;
+  PrintkStrings printk_;
   std::unordered_map<std::int32_t, std::string> comms_;
   std::unordered_map<std::string, std::string> options_;  // printable options: clock, version, ...
   std::vector<DatBuffer> buffers_;

@@ -58,6 +58,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace timerlab {
@@ -69,6 +70,7 @@ struct EventField {
   std::string type;
   std::uint32_t offset = 0;
   std::uint32_t size = 0;
+  std::uint32_t elements = 0;  // an array's [n]; 0 if none or not a number
   bool is_signed = false;
   Kind kind = Kind::Number;
   bool common = false;  // common_type, common_pid, ...: not part of the payload
@@ -96,9 +98,23 @@ class Symbols {
   std::vector<std::string> names_;
 };
 
+// Address -> constant string, from the file's trace_printk formats section:
+// `0x<addr> : "<text>"` lines, the kernel's tracepoint_string()s and
+// trace_printk formats. An event that prints `%s` of such an address (e.g.
+// rcu_utilization) shows the string.
+class PrintkStrings {
+ public:
+  void parse(std::string_view section);
+  const std::string* find(std::uint64_t addr) const;
+  std::size_t size() const { return strings_.size(); }
+
+ private:
+  std::unordered_map<std::uint64_t, std::string> strings_;
+};
+
 class PrintFormat;  // compiled print fmt (tracedat_format.cpp)
 
-enum class Plugin : std::uint8_t { None, SchedSwitch, SchedWakeup, HrtimerStart, HrtimerExpireEntry };
+enum class Plugin : std::uint8_t { None, SchedSwitch, SchedWakeup, HrtimerStart, HrtimerExpireEntry, TlbFlush, SysEnterFutex };
 
 struct EventFormat {
   int id = -1;
@@ -125,6 +141,7 @@ EventFormat parse_event_format(std::string_view text, std::string_view system, s
 struct PrintContext {
   RecordLayout layout;
   const Symbols* symbols = nullptr;
+  const PrintkStrings* printk = nullptr;
   // Called with (pid, comm) for each task a sched_switch / sched_wakeup names.
   void (*register_comm)(void* self, std::int32_t pid, std::string_view comm) = nullptr;
   void* self = nullptr;
