@@ -25,6 +25,8 @@ from pathlib import Path
 import timerlab as tl
 from timerlab import _core
 
+import dat_synth  # fuzz/dat_synth.py: fuzz/ is on the path wherever targets is imported
+
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "tests" / "data" / "traces"
 SEED_TRACES = ["qemu-6.12.95-16cpu-2node-idle.trace.txt.xz", "qemu-6.1.176-16cpu-2node-mixed.trace.txt.xz",
@@ -207,40 +209,9 @@ def small_v6(data: bytes, pages: int = 2) -> bytes:
     """A valid v6 trace.dat of the first `pages` pages of each CPU of `data`
     (a v6 file), for fuzzing at thousands of inputs a second: the header
     walked as trace-cmd.dat.v6(5) describes it, the CPU table rewritten."""
-    u = lambda n, at: int.from_bytes(data[at:at + n], "little")  # noqa: E731
-    p = data.index(b"\0", 10) + 1 + 2
-    page = u(4, p)
-    p += 4 + 12
-    p += 8 + u(8, p) + 13
-    p += 8 + u(8, p)
-    count, p = u(4, p), p + 4
-    for _ in range(count):
-        p += 8 + u(8, p)
-    systems, p = u(4, p), p + 4
-    for _ in range(systems):
-        p = data.index(b"\0", p) + 1
-        count, p = u(4, p), p + 4
-        for _ in range(count):
-            p += 8 + u(8, p)
-    p += 4 + u(4, p)  # kallsyms
-    p += 4 + u(4, p)  # printk formats
-    p += 8 + u(8, p)  # saved cmdlines
-    cpus, p = u(4, p), p + 4
-    if data[p:p + 10] == b"options  \0":
-        p += 10
-        while u(2, p) != 0:
-            p += 6 + u(4, p + 2)
-        p += 2
-    assert data[p:p + 10] == b"flyrecord\0"
-    p += 10
-    table = [(u(8, p + 16 * i), u(8, p + 16 * i + 8)) for i in range(cpus)]
-    start = -(-(p + 16 * cpus) // page) * page
-    out, blobs = bytearray(data[:p]), []
-    for i, (off, size) in enumerate(table):
-        blob = data[off:off + min(size, pages * page)]
-        out += (start + sum(len(b) for b in blobs)).to_bytes(8, "little") + len(blob).to_bytes(8, "little")
-        blobs.append(blob)
-    return bytes(out.ljust(start, b"\0") + b"".join(blobs))
+    lay = dat_synth.layout(data)
+    return dat_synth.with_cpu_data(data, [data[off:off + min(size, pages * lay["page"])]
+                                          for off, size in lay["cpu_data"]])
 
 
 @lru_cache(maxsize=None)
