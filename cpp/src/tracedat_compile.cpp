@@ -313,8 +313,16 @@ class Compiler {
       const int v = expr(why);
       if (v < 0 || !expect(",", why)) return false;
       if (tok_.kind != Tok::Str) {
-        why = "table entry without a string";
-        return false;
+        // `{ 0, NULL }` (NULL printed as ((void *)0)): the kernel's end of
+        // a table, no entry.
+        const int z = expr(why);
+        std::uint64_t zero = 1;
+        if (z < 0 || !constant(z, zero, why) || zero != 0) {
+          why = "table entry without a string";
+          return false;
+        }
+        if (!expect("}", why)) return false;
+        continue;
       }
       std::string s = tok_.text;
       if (!advance(why) || !expect("}", why)) return false;

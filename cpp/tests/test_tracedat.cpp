@@ -143,8 +143,8 @@ TEST(TraceDat, FlagsSymbolsAndTernariesPrintAsTraceCmd) {
 }
 
 // What trace-cmd does where a format leaves C: enum constants the kernel
-// did not resolve, casts to typedefs, array elements, constant strings by
-// address, cpumasks, shifts of 64 or more.
+// did not resolve, casts to typedefs, a table's NULL end, array elements,
+// constant strings by address, cpumasks, shifts of 64 or more.
 TEST(TraceDat, UnresolvedNamesCastsArraysAndStringsPrintAsTraceCmd) {
   const std::string fmt =
       "name: t4\nID: 10\nformat:\n"
@@ -160,7 +160,7 @@ TEST(TraceDat, UnresolvedNamesCastsArraysAndStringsPrintAsTraceCmd) {
       "__print_symbolic(REC->mode, { MODE_ABS, \"ABS\" }, { 1, \"REL\" }), "
       "__print_symbolic(REC->vec, { MODE_ABS, \"ABS\" }), "
       "__print_symbolic(REC->vec, { TIMER_SOFTIRQ, \"TIMER\" }), "
-      "__print_flags(REC->vec, \"|\", { FLAG_A, \"A\" }, { 2, \"B\" }), "
+      "__print_flags(REC->vec, \"|\", { FLAG_A, \"A\" }, { 2, \"B\" }, { 0, ((void *)0) }), "
       "((loff_t)REC->mode) << 12 | UNKNOWN, REC->args[0], REC->args[1], REC->s, REC->t, __get_cpumask(mask), "
       "1U << (REC->vec + 63)\n";
   std::string rec = common_fields(10, 0);
