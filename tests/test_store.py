@@ -4,6 +4,7 @@ the DataFrame filtered, validate agrees, and damaged stores say which file."""
 import lzma
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import timerlab as tl
@@ -39,11 +40,16 @@ def test_reopened_store_equals_the_text_every_column_every_row(mixed16, mixed16_
 
 def test_a_trace_dat_converts_to_the_same_store(tmp_path):
     """`timerlab convert` takes trace-cmd's trace.dat too: the store re-opens
-    as the .dat reads (every column, every row)."""
+    as the .dat reads (every column, every row). The decoder hands over a
+    row group whenever it holds rows_per_group rows, so a large trace.dat is
+    never in memory whole."""
     dat = TRACE_DIR / "vm2-cyclictest.v7.dat"
     direct, stored = tl.read_ftrace(dat), tl.read_ftrace(convert(dat, tmp_path / "dat.parquet", rows_per_group=9_000))
     assert isinstance(stored, StoredTrace) and stored.nr_cpus == direct.nr_cpus
     pd.testing.assert_frame_equal(stored.events, direct.events)
+    groups = pq.ParquetFile(tmp_path / "dat.parquet").metadata
+    assert groups.num_row_groups == -(-len(direct.events) // 9_000)
+    assert all(groups.row_group(i).num_rows == 9_000 for i in range(groups.num_row_groups - 1))
 
 
 @pytest.mark.parametrize("event", ["sched_switch", "timer_start", "tmigr_cpu_idle"])

@@ -2,6 +2,7 @@
 // decoded into an FtraceParser (bind_ftrace.cpp), whose take() gives the
 // columns. The file's bytes are any buffer (an mmap, bytes); decompression
 // calls back into Python with the GIL held.
+#include <functional>
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -104,16 +105,26 @@ void register_tracedat(py::module_& m) {
                              })
       .def(
           "read",
-          [](PyTraceDat& t, const py::str& buffer, FtraceParser& parser, bool direct) {
+          [](PyTraceDat& t, const py::str& buffer, FtraceParser& parser, bool direct, const py::object& each,
+             std::int64_t rows) {
             PyObject* b = PyUnicode_AsEncodedString(buffer.ptr(), "utf-8", "surrogateescape");
             if (!b) throw py::error_already_set();
             const std::string name = py::reinterpret_steal<py::bytes>(b);
+            std::function<void()> call;
+            if (!each.is_none()) {
+              call = [&each] {
+                py::gil_scoped_acquire gil;
+                each();
+              };
+            }
             py::gil_scoped_release nogil;
-            return t.dat->read(name, parser, direct);
+            return t.dat->read(name, parser, direct, call, rows);
           },
-          py::arg("buffer"), py::arg("parser"), py::arg("direct") = true,
+          py::arg("buffer"), py::arg("parser"), py::arg("direct") = true, py::arg("each") = py::none(),
+          py::arg("rows") = 0,
           "decode the records of a buffer (\"\" the top one) into an FtraceParser (releases the GIL); "
-          "direct=False prints and parses every record (same rows, slower)");
+          "direct=False prints and parses every record (same rows, slower); each() is called whenever "
+          "the parser holds `rows` rows or more, and may take() them");
 }
 
 }  // namespace timerlab::bindings

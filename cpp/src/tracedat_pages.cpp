@@ -176,7 +176,8 @@ class CpuPages {
   std::int64_t page_lost_ = 0;  // -1: not stored
 };
 
-std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direct) {
+std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direct, const std::function<void()>& each,
+                            std::int64_t rows) {
   const DatBuffer* buf = nullptr;
   for (const DatBuffer& b : buffers_) {
     if (b.name == name) buf = &b;
@@ -253,6 +254,11 @@ std::int64_t TraceDat::read(std::string_view name, FtraceParser& out, bool direc
       out.add_record(++n, ts, p.cpu(), pid, task, ev.name, payload);
     }
     live[static_cast<std::size_t>(best)] = p.next();
+    if (each && rows > 0 && static_cast<std::int64_t>(out.rows()) >= rows) {
+      each();
+      // A take() starts the parser's event names afresh: the cached codes are stale.
+      std::fill(codes.begin(), codes.end(), -1);
+    }
   }
   return n;
 }

@@ -130,7 +130,11 @@ class TraceDat {
   // Records of the schema's events are decoded straight into the columns
   // (tracedat_decode.hpp); direct=false prints and parses every record
   // instead, which gives the same rows, slower (the tests compare them).
-  std::int64_t read(std::string_view name, FtraceParser& out, bool direct = true);
+  // `each`, if given, is called whenever `out` holds `rows` rows or more
+  // (rows > 0), between records: it may take() them (a store's row groups:
+  // the columns of a large trace never all in memory).
+  std::int64_t read(std::string_view name, FtraceParser& out, bool direct = true,
+                    const std::function<void()>& each = {}, std::int64_t rows = 0);
 
  private:
   class Cursor;

@@ -98,8 +98,10 @@ def _contents(name: str):
     return b"".join(chunks)
 
 
-def read_dat(name: str, *, buffer: str = "", strict: bool = True):
+def read_dat(name: str, *, buffer: str = "", strict: bool = True, each=None, rows: int = 0):
     """(FtraceParser with the records, the TraceDat): see read_ftrace.
+    ``each(parser)``, if given, is called whenever the parser holds ``rows``
+    rows or more (it may take() them: a store's row groups).
 
     Raises TraceDatError-derived messages as ``(section, offset, reason)``
     through :class:`DatError`."""
@@ -119,7 +121,7 @@ def read_dat(name: str, *, buffer: str = "", strict: bool = True):
         if buffer not in names:
             raise ValueError(f"buffer={buffer!r} is not in {name}; its buffers: {names}")
         parser = _core.FtraceParser(strict=strict)
-        dat.read(buffer, parser)
+        dat.read(buffer, parser, each=None if each is None else (lambda: each(parser)), rows=rows)
     except _core.TraceDatError as e:
         raise DatError(e.section, e.offset, str(e)) from e
     parser.finish()

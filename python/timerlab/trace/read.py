@@ -275,10 +275,11 @@ def _read_dat(name: str, *, strict: bool, kernel, buffer: str) -> Trace:
                  source="trace-cmd report", kernel=kernel, loss_markers=parser.loss_markers, losses=cols["losses"])
 
 
-def _parse_dat(name: str, strict: bool, buffer: str = "", stacklevel: int = 2):
-    """(parser, skipped records, their examples) of a trace.dat, as _parse gives them for text."""
+def _parse_dat(name: str, strict: bool, buffer: str = "", stacklevel: int = 2, each=None, rows: int = 0):
+    """(parser, skipped records, their examples) of a trace.dat, as _parse gives them for text;
+    ``each(parser)`` as read_dat calls it."""
     try:
-        parser, _dat = read_dat(name, buffer=buffer, strict=strict)
+        parser, _dat = read_dat(name, buffer=buffer, strict=strict, each=each, rows=rows)
     except DatError as e:
         raise TraceFormatError(f"{name}: {e}") from e
     if parser.error_line:

@@ -145,8 +145,8 @@ def convert(trace, out, *, strict: bool = True, rows_per_group: int = ROWS_PER_G
     """Parse the ftrace text file or trace.dat ``trace`` (as :func:`read_ftrace` reads it)
     into the store ``out`` (one Parquet file), a row group at a time: memory
     stays bounded by ``rows_per_group`` rows, whatever the trace's size.
-    ``progress(lines)``, if given, is called after each chunk of text with
-    the lines parsed so far.
+    ``progress(lines)``, if given, is called after each chunk of text (each
+    row group of a trace.dat) with the lines (records) read so far.
     Returns ``out``. Raises what read_ftrace raises for the text."""
     from .dat import is_trace_dat
     from .read import _parse, _parse_dat
@@ -172,8 +172,8 @@ def convert(trace, out, *, strict: bool = True, rows_per_group: int = ROWS_PER_G
             progress(parser.lines)
 
     try:
-        if is_trace_dat(name):  # decoded whole (the binary reader is not chunked), written in row groups
-            parser, skipped, examples = _parse_dat(name, strict, stacklevel=4)
+        if is_trace_dat(name):  # a row group taken whenever the decoder has rows_per_group rows
+            parser, skipped, examples = _parse_dat(name, strict, stacklevel=4, each=each, rows=rows_per_group)
             dat = True
         else:
             parser, skipped, examples = _parse(name, strict, each, stacklevel=3)
