@@ -172,6 +172,28 @@ def test_a_large_compressed_file_goes_through_a_temporary_store(tmp_path, monkey
     assert tl.validate(text).to_frame().equals(whole.to_frame())  # validate(path) takes the same way
 
 
+def test_a_trace_dat_of_more_events_than_a_window_goes_through_a_store(tmp_path):
+    """The v7 trace.dat (0.8 MB, zstd sections, 116 606 events) is guessed at
+    about 100 000 events: read whole with windows of a million, through a
+    temporary store with windows of 50 000."""
+    dat = TRACE_DIR / "vm2-cyclictest.v7.dat"
+    made, read = [], []
+
+    def convert_spy(name, out):
+        made.append(out)
+        return convert(name, out, rows_per_group=20_000)
+
+    def read_spy(name):
+        read.append(name)
+        return tl.read_ftrace(name)
+
+    with windows.opened(dat, convert=convert_spy, read=read_spy) as tr:
+        assert isinstance(tr, tl.Trace) and len(tr.events) == 116_606
+    with windows.opened(dat, 50_000, convert=convert_spy, read=read_spy) as tr:
+        assert not tr.loaded and tr.event_counts().sum() == 116_606
+    assert len(made) == 1 and not os.path.exists(made[0]) and read == [str(dat)]
+
+
 @pytest.mark.parametrize("bad", [-1, 5, 1.5, True, "3"])
 def test_window_events_and_workers_mistakes_name_the_option(mixed16, bad):
     with pytest.raises(ValueError, match="window_events"):

@@ -133,8 +133,9 @@ def validate(trace, *, window_events=None, workers=None, progress=None, **overri
 
     ``trace``: a :class:`~timerlab.Trace` or the path of a trace file (text,
     trace.dat or a store; a plain text of more than ``window_events`` events
-    is read window by window, a compressed one or trace.dat of more than
-    512 MB of text through a temporary store: windows.py).
+    is read window by window; a compressed one of more than 512 MB of text,
+    or a trace.dat of more than ``window_events`` events, through a
+    temporary store: windows.py).
 
     ``window_events`` (default None: 1 000 000): a trace of more events is
     replayed in windows of time of about that many events, one at a time, so

@@ -231,10 +231,24 @@ def window_of(trace, start_ns, end_ns, kernel=None):
     return view
 
 
+# A trace.dat's equivalent text, as a multiple of its size: a record takes
+# about half its text line (the shared v6 file: 5.2 MB, its report 9.8 MB);
+# zstd- or zlib-compressed sections about a sixteenth (v7: 0.8 MB, 13.2 MB).
+DAT_TEXT_PER_BYTE = {"none": 2, "zstd": 16, "zlib": 16}
+# Bytes of text a line, to guess a trace.dat's events (the report texts: 129).
+TEXT_BYTES_PER_EVENT = 128
+
+
 def _text_bytes(name: str) -> int:
-    """The size of a file's text, a compressed one's guessed at ten times its size."""
+    """The size of a file's text, a compressed one's guessed at ten times its
+    size, a trace.dat's from its size and its sections' compression."""
+    from ..trace import dat
     from ..trace.ranges import is_plain
     size = os.path.getsize(name)
+    if dat.is_trace_dat(name):
+        with open(name, "rb") as f:
+            algorithm = dat._algorithm(f.read(128))
+        return size * DAT_TEXT_PER_BYTE.get(algorithm, 16) * (1 if is_plain(name) else 10)
     return size if is_plain(name) else size * 10
 
 
@@ -243,8 +257,9 @@ def opened(trace, window_events=None, *, read=None, convert=None):
     """``trace`` (a Trace or a path) as validate reads it: a Trace as it is;
     a store opened lazily; a plain text of more than ``window_events``
     events (or WHOLE_TEXT_BYTES) as a :class:`TextFile`, read window by
-    window; a compressed file of more than WHOLE_TEXT_BYTES of text
-    converted into a temporary store (``convert``, default
+    window; a compressed file of more than WHOLE_TEXT_BYTES of text, or a
+    trace.dat of more than ``window_events`` events (guessed from its
+    size), converted into a temporary store (``convert``, default
     timerlab.trace.convert), removed on leaving; any other file read whole
     (``read``, default read_ftrace)."""
     if not isinstance(trace, (str, os.PathLike)):
@@ -261,9 +276,14 @@ def opened(trace, window_events=None, *, read=None, convert=None):
         return
     plain = is_plain(name) and not is_trace_dat(name)
     rows = estimated_rows(name) if plain and per else 0
+    text = _text_bytes(name) if os.path.isfile(name) else 0
+    # A trace.dat cannot be entered in the middle either: more events than a
+    # window, and it goes through the store, whose convert holds a row group
+    # at a time.
+    big = text > WHOLE_TEXT_BYTES or (per and is_trace_dat(name) and text // TEXT_BYTES_PER_EVENT > per)
     if plain and per and (rows > per or os.path.getsize(name) > WHOLE_TEXT_BYTES):
         yield TextFile(name, rows)
-    elif not os.path.isfile(name) or _text_bytes(name) <= WHOLE_TEXT_BYTES or not per:
+    elif not os.path.isfile(name) or not big or not per:
         yield (read or read_ftrace)(name)
     else:
         with tempfile.TemporaryDirectory(prefix="timerlab-validate-") as tmp:
