@@ -244,8 +244,10 @@ Val PrintFormat::eval(int idx, const EventFormat& ev, std::string_view data, con
         for (std::size_t i = 0; i < n.table.size(); ++i) {
           const auto& [value, s] = n.table[i];
           if (n.nameless[i]) {
+            // trace-cmd prints the first such entry once no bits are left
+            // (after the ones matched so far, without a delimiter), and stops.
             if (x != 0) continue;
-            scratch = s;
+            scratch.append(s);
             any = true;
             break;
           }

@@ -38,8 +38,8 @@ struct Node {
   int field = -1;
   std::vector<std::pair<std::uint64_t, std::string>> table;
   // Per table entry: its value is an enum constant the file leaves
-  // unresolved, so it has none (Flags print it only for a value of 0, the
-  // first such entry, as trace-cmd does; Symbolic never match it).
+  // unresolved, so it has none (Flags print the first such entry once no
+  // bits are left, as trace-cmd does; Symbolic never match it).
   std::vector<bool> nameless;
 };
 

@@ -160,7 +160,7 @@ TEST(TraceDat, UnresolvedNamesCastsArraysAndStringsPrintAsTraceCmd) {
       "__print_symbolic(REC->mode, { MODE_ABS, \"ABS\" }, { 1, \"REL\" }), "
       "__print_symbolic(REC->vec, { MODE_ABS, \"ABS\" }), "
       "__print_symbolic(REC->vec, { TIMER_SOFTIRQ, \"TIMER\" }), "
-      "__print_flags(REC->vec, \"|\", { FLAG_A, \"A\" }, { 2, \"B\" }, { 0, ((void *)0) }), "
+      "__print_flags(REC->vec, \"|\", { 2, \"B\" }, { FLAG_A, \"A\" }, { 0, ((void *)0) }), "
       "((loff_t)REC->mode) << 12 | UNKNOWN, REC->args[0], REC->args[1], REC->s, REC->t, __get_cpumask(mask), "
       "1U << (REC->vec + 63)\n";
   std::string rec = common_fields(10, 0);
@@ -172,13 +172,19 @@ TEST(TraceDat, UnresolvedNamesCastsArraysAndStringsPrintAsTraceCmd) {
   put(rec, 0xffffffff82000080, 8);   // t: not
   put(rec, (8u << 16) | 52u, 4);     // mask: 8 bytes at 52
   put(rec, 0x30000000b, 8);          // CPUs 0-1, 3, 32-33
+  std::string rec2 = rec;
+  rec2[12] = 2;  // vec: B matches, and the nameless A is printed after it, as trace-cmd does
+  rec2.replace(32, 8, std::string("\x50\x00\x00\x82\xff\xff\xff\xff", 8));  // s: the second string
   const std::string printk = "0xffffffff82000040 : \"Start context switch\"\n"
                              "0xffffffff82000050 : \"with a newline\\n\"\n";
-  const Read r = read(v6_file({fmt}, "", "", {Page(0).event(0, rec).build()}, printk));
-  ASSERT_EQ(r.payloads.size(), 1u);
+  const Read r = read(v6_file({fmt}, "", "", {Page(0).event(0, rec).event(1, rec2).build()}, printk));
+  ASSERT_EQ(r.payloads.size(), 2u);
   EXPECT_EQ(r.payloads[0],
             "m=0x5 z=0x1 v=TIMER f=0x1 x=20480 a=10,ffffffffffffffff s=Start context switch t=ffffffff82000080 "
             "c=0-1,3,32-33 h=1");
+  EXPECT_EQ(r.payloads[1],
+            "m=0x5 z=0x2 v=0x2 f=BA x=20480 a=10,ffffffffffffffff s=with a newline t=ffffffff82000080 "
+            "c=0-1,3,32-33 h=2");
 }
 
 TEST(TraceDat, V7BuffersAreSelectedByName) {
