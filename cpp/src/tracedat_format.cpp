@@ -60,7 +60,8 @@ EventField parse_field(std::string_view line) {
   while (b > 0 && (std::isalnum(static_cast<unsigned char>(before[b - 1])) || before[b - 1] == '_')) --b;
   if (b == e) throw std::invalid_argument("no field name in '" + std::string(decl) + "'");
   f.name = std::string(before.substr(b, e - b));
-  if (array) parse_u32(trim(d.substr(br + 1, d.size() - br - 2)), f.elements);
+  // [n] of an array; a name ([TASK_COMM_LEN]) or an expression leaves it unknown.
+  if (std::uint32_t n = 0; array && parse_u32(d.substr(br + 1, d.size() - br - 2), n)) f.elements = n;
   f.type = std::string(trim(before.substr(0, b)));
   f.common = f.name.rfind("common_", 0) == 0;
   if (f.type.rfind("__data_loc", 0) == 0) {
