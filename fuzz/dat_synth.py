@@ -164,11 +164,12 @@ class Values:
         if "*" in decl or (size == 8 and r < 0.15):  # an address: a symbol's, inside one, or any kernel one
             choice = self.rng.random()
             if choice < 0.4:
-                return self.rng.choice(self.symbols)
-            if choice < 0.7:
-                return self.rng.choice(self.symbols) + self.rng.randrange(1, 0x40)
-            return 0xffff888000000000 + self.rng.randrange(1 << 32) if choice < 0.9 else 0
-        if r < 0.45:
+                v = self.rng.choice(self.symbols)
+            elif choice < 0.7:
+                v = self.rng.choice(self.symbols) + self.rng.randrange(1, 0x40)
+            else:
+                v = 0xffff888000000000 + self.rng.randrange(1 << 32) if choice < 0.9 else 0
+        elif r < 0.45:
             v = self.rng.randrange(0, 16)  # small: enum values, flags, booleans, CPUs
         elif r < 0.6:
             v = 1 << self.rng.randrange(0, bits)
