@@ -33,20 +33,35 @@
 //   %ps  / %pS %pF    the kallsyms symbol containing the address / with
 //                     +0x<offset>; 0x<hex> when no symbol holds it
 //   %s                a char array or __data_loc string (up to its NUL), a
-//                     literal, or what __print_flags / __print_symbolic give
+//                     literal, or what __print_flags / __print_symbolic give;
+//                     of a `const char *` field, the string the file's
+//                     trace_printk section holds for it, else its hex
+//   __get_bitmask     hex words; __get_cpumask: the CPU list (0-1,6-9)
 //
-// trace-cmd's plugins replace the print fmt of a few events; the ones
-// timerlab's events meet are reproduced (render_plugin): sched_switch and
-// sched_wakeup[_new] (`comm:pid [prio] S ==> comm:pid [prio]`) and
-// hrtimer_start / hrtimer_expire_entry (`function=sym/0x<offset>`).
+// Where a format leaves C, as trace-cmd reads it: an enum constant the
+// kernel left unresolved is 0 in an expression and has no value in a
+// __print_flags / __print_symbolic table (a few softirq and hrtimer names
+// excepted); `(typedef)x` passes x unchanged; a table may end with
+// { 0, NULL }; shift counts are taken modulo 64.
 //
-// Simplifications vs. trace-cmd report
-//   * A print fmt this interpreter cannot compile (an enum name the kernel
-//     left unresolved, a helper other than __print_flags, __print_symbolic,
-//     __get_str, __get_bitmask / __get_cpumask, %p extensions other than
-//     s/S/F/f/B) prints `field=value` for each of the event's own fields,
-//     where trace-cmd prints its own fallback: such events keep that text in
-//     the `payload` column and read, but not as trace-cmd's text.
+// trace-cmd's plugins replace the print fmt of a few events; those are
+// reproduced (render_plugin): sched_switch and sched_wakeup[_new]
+// (`comm:pid [prio] S ==> comm:pid [prio]`, fields read unsigned),
+// hrtimer_start / hrtimer_expire_entry (`function=sym/0x<offset>`),
+// tlb_flush and sys_enter_futex.
+//
+// Simplifications vs. trace-cmd report (tests/test_tracedat_formats.py
+// compares every format of a 6.18 file)
+//   * A print fmt this interpreter cannot compile (a helper other than
+//     __print_flags, __print_symbolic, __get_str, __get_bitmask /
+//     __get_cpumask, %p extensions other than s/S/F/f/B, e.g. %pU, %pI)
+//     prints `field=value` for each of the event's own fields, where
+//     trace-cmd prints its own text: such events keep that text in the
+//     `payload` column and read, but not as trace-cmd's text.
+//   * Where libtraceevent departs from C, the kernel's C is kept: fields
+//     are sign-extended by their type (trace-cmd reads them unsigned, so a
+//     negative value no symbol matches prints 0xfff..., a signed compare
+//     or division differs), and timer_start's `flags & (M|D|P|I)`.
 //   * Only the plugins above; others (kmem, kvm, function, ...) print the
 //     kernel's print fmt.
 #pragma once
@@ -114,7 +129,10 @@ class PrintkStrings {
 
 class PrintFormat;  // compiled print fmt (tracedat_format.cpp)
 
-enum class Plugin : std::uint8_t { None, SchedSwitch, SchedWakeup, HrtimerStart, HrtimerExpireEntry, TlbFlush, SysEnterFutex };
+// trace-cmd's plugins that print an event in their own words.
+enum class Plugin : std::uint8_t {
+  None, SchedSwitch, SchedWakeup, HrtimerStart, HrtimerExpireEntry, TlbFlush, SysEnterFutex
+};
 
 struct EventFormat {
   int id = -1;
