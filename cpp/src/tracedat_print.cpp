@@ -443,6 +443,13 @@ bool text(const EventFormat& ev, int k, std::string_view data, const RecordLayou
   return true;
 }
 
+// Field k as trace-cmd's plugins read it: unsigned, not sign-extended (as_plugin_reads).
+bool plugin_number(const EventFormat& ev, int k, std::string_view data, const RecordLayout& l, std::uint64_t& v) {
+  if (!number(ev, k, data, l, v)) return false;
+  v = as_plugin_reads(v, plugin_field(ev, k)->size);
+  return true;
+}
+
 void put_dec(std::string& out, std::int64_t v) { put_int(out, "", 'd', static_cast<std::uint64_t>(v), true); }
 
 }  // namespace
@@ -520,8 +527,7 @@ bool put_futex(const EventFormat& ev, std::string_view data, const RecordLayout&
   constexpr std::uint64_t kPrivate = 128, kClockRealtime = 256;
   std::uint64_t a[6];
   for (int k = 0; k < 6; ++k) {
-    if (!number(ev, k, data, l, a[k])) return false;
-    a[k] = as_plugin_reads(a[k], plugin_field(ev, k)->size);
+    if (!plugin_number(ev, k, data, l, a[k])) return false;
   }
   const std::uint64_t cmd = a[1] & ~(kPrivate | kClockRealtime);
   if (cmd >= std::size(cmds)) return false;
@@ -546,12 +552,7 @@ bool put_futex(const EventFormat& ev, std::string_view data, const RecordLayout&
 
 bool render_plugin(const EventFormat& ev, std::string_view data, const PrintContext& ctx, std::string& out) {
   const RecordLayout& l = ctx.layout;
-  // The plugin's unsigned read of field k (as_plugin_reads).
-  auto raw = [&](int k, std::uint64_t& v) {
-    if (!number(ev, k, data, l, v)) return false;
-    v = as_plugin_reads(v, plugin_field(ev, k)->size);
-    return true;
-  };
+  auto raw = [&](int k, std::uint64_t& v) { return plugin_number(ev, k, data, l, v); };
   auto task = [&](int comm_field, int pid_field, int prio_field) {
     std::string_view comm;
     std::uint64_t pid = 0, prio = 0;

@@ -170,13 +170,12 @@ def validate(args) -> int:
 
 def convert(args) -> int:
     from .trace import store_metadata
+    from .trace.dat import is_trace_dat
 
     if args.out.suffix != ".parquet":
         raise ValueError(f"{args.out}: the store is one Parquet file; name it OUT.parquet")
     out = convert_trace(args.trace, args.out)
     meta = store_metadata(out)
-    from .trace.dat import is_trace_dat
-
     kind = "trace.dat" if is_trace_dat(str(args.trace)) else "text file"
     print(f"wrote {out}: {meta['rows']:,} events, {meta['nr_cpus']} CPUs, "
           f"{args.out.stat().st_size / 1e6:.1f} MB (the {kind}: {meta['file_bytes'] / 1e6:.1f} MB)")

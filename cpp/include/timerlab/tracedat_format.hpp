@@ -121,7 +121,6 @@ class PrintkStrings {
  public:
   void parse(std::string_view section);
   const std::string* find(std::uint64_t addr) const;
-  std::size_t size() const { return strings_.size(); }
 
  private:
   std::unordered_map<std::uint64_t, std::string> strings_;
